@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# fusebox developer script: the whole set-up on a fresh Debian 12 machine.
+#   contrib/dev.sh deps            install missing Debian packages (apt-get)
+#   contrib/dev.sh build           configure + build into build/
+#   contrib/dev.sh test            deps + fresh build + every suite, then the
+#                                  sanitizer build (address,undefined) suite
+#   contrib/dev.sh demo [--no-tui] mock upstream + daemon + traffic + console
+#   contrib/dev.sh bench           benchmarks (not part of the test suite)
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$here"
+
+PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
+	libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libcjson-dev
+	libncurses-dev check tmux sqlite3 curl procps)
+
+log() { printf '== %s\n' "$*" >&2; }
+
+deps() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+			missing+=("$p")
+		fi
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		log "deps: all ${#PACKAGES[@]} packages present"
+		return 0
+	fi
+	log "deps: installing ${missing[*]}"
+	local sudo=""
+	[ "$(id -u)" -eq 0 ] || sudo="sudo"
+	# apt-get update only when the package lists are missing or a package
+	# is not known to them.
+	if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] ||
+		! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
+		$sudo apt-get update -qq
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+setup() { # dir [meson options...]
+	local dir=$1
+	shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" -Dwerror=true "$@" >/dev/null
+	else
+		meson setup --reconfigure "$dir" -Dwerror=true "$@" >/dev/null
+	fi
+}
+
+build() {
+	setup build
+	ninja -C build
+}
+
+# Run meson's suites in dir, print the log's totals; returns non-zero on failure.
+run_suites() { # dir label
+	local dir=$1 label=$2 rc=0
+	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite unit || rc=1
+	meson test -C "$dir" --print-errorlogs --num-processes 1 --suite integration || rc=1
+	if meson test -C "$dir" --list 2>/dev/null | grep -q '^fusebox:console'; then
+		meson test -C "$dir" --print-errorlogs --num-processes 1 --suite console || rc=1
+	fi
+	return $rc
+}
+
+totals() { # dirs... → "N passed, N failed"
+	python3 - "$@" <<'PY' 2>/dev/null || true
+import json, sys
+ok = bad = skip = 0
+for d in sys.argv[1:]:
+    try:
+        lines = open(d + "/meson-logs/testlog.json").read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        r = json.loads(line)
+        if r["result"] in ("OK", "EXPECTEDFAIL"):
+            ok += 1
+        elif r["result"] == "SKIP":
+            skip += 1
+        else:
+            bad += 1
+print(f"{ok} passed, {bad} failed" + (f", {skip} skipped" if skip else ""))
+PY
+}
+
+test_all() {
+	local rc=0
+	deps
+	log "fresh build (build/)"
+	rm -rf build build-asan
+	setup build
+	ninja -C build
+	run_suites build plain || rc=1
+	cp build/meson-logs/testlog.json build/meson-logs/testlog-plain.json 2>/dev/null || true
+	log "sanitizer build (build-asan/, address,undefined)"
+	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
+	ninja -C build-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		run_suites build-asan asan || rc=1
+	log "totals (plain + sanitizer builds)"
+	echo "tests: $(totals build build-asan)"
+	return $rc
+}
+
+demo() {
+	deps
+	build
+	exec bash "$here/contrib/demo.sh" "$@"
+}
+
+bench() {
+	deps
+	setup build -Dbuildtype=release
+	ninja -C build
+	meson test -C build --benchmark --verbose
+}
+
+case "${1:-}" in
+deps) deps ;;
+build) deps; build ;;
+test) test_all ;;
+demo) shift; demo "$@" ;;
+bench) bench ;;
+*)
+	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench" >&2
+	exit 2
+	;;
+esac

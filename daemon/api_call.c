@@ -1,0 +1,413 @@
+/*
+ * api_call: the data plane of API.md — POST /v1/routes/{route}/call,
+ * GET /v1/requests/{id} — and /healthz. Handlers parse and bound the
+ * request, apply admission (draining, max_inflight, idempotency: replay or
+ * single flight) and start a guarded call; the answer is rendered when the
+ * call's done callback runs. Engine thread, except /healthz (MHD thread).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "clock.h"
+#include "engine.h"
+#include "http.h"
+#include "idem.h"
+#include "log.h"
+#include "util.h"
+
+#define MAX_REQUEST_ID 128
+
+static int
+text_row(void *arg, sqlite3_stmt *row)
+{
+	char **out = arg;
+	const unsigned char *t = sqlite3_column_text(row, 0);
+
+	if (t && *out == NULL)
+		*out = xstrdup((const char *)t);
+	return 1;
+}
+
+/* First column of the first row as a new string (*out NULL when no row). */
+static int
+store_reader_text(struct store_reader *rd, const char *sql, const struct store_val *v, int n,
+		  char **out, char **cause)
+{
+	*out = NULL;
+	return store_reader_query(rd, sql, v, n, text_row, out, cause);
+}
+
+static void
+set_answer_headers(struct http_req *r, const char *source, int level, int64_t elapsed,
+		   const char *request_id)
+{
+	char num[32];
+
+	if (source)
+		http_req_add_header(r, "X-Fusebox-Source", source);
+	snprintf(num, sizeof num, "%d", level);
+	http_req_add_header(r, "X-Fusebox-Level", num);
+	snprintf(num, sizeof num, "%lld", (long long)elapsed);
+	http_req_add_header(r, "X-Fusebox-Duration-Ms", num);
+	if (request_id)
+		http_req_add_header(r, "X-Request-ID", request_id);
+}
+
+/* Answer r with a stored answer body (replay or single-flight waiter). */
+static void
+respond_replay(struct http_req *r, unsigned status, const char *stored)
+{
+	cJSON *o = cJSON_Parse(stored);
+	const cJSON *src, *lvl, *el, *rid;
+	char *body;
+
+	if (o == NULL) {
+		http_respond_error(r, 500, "internal", "stored answer unreadable");
+		return;
+	}
+	src = cJSON_GetObjectItemCaseSensitive(o, "source");
+	lvl = cJSON_GetObjectItemCaseSensitive(o, "level");
+	el = cJSON_GetObjectItemCaseSensitive(o, "elapsed_ms");
+	rid = cJSON_GetObjectItemCaseSensitive(o, "request_id");
+	set_answer_headers(r, cJSON_IsString(src) ? src->valuestring : NULL,
+			   cJSON_IsNumber(lvl) ? lvl->valueint : 0,
+			   cJSON_IsNumber(el) ? (int64_t)el->valuedouble : 0,
+			   cJSON_IsString(rid) ? rid->valuestring : NULL);
+	if (cJSON_GetObjectItemCaseSensitive(o, "replayed"))
+		cJSON_ReplaceItemInObjectCaseSensitive(o, "replayed", cJSON_CreateTrue());
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	http_respond(r, status, body, strlen(body));
+}
+
+struct call_ctx {
+	struct http_req *r;
+	struct idem_entry *idem;
+};
+
+static void
+call_done(struct call *c, const struct call_answer *a, void *arg)
+{
+	struct call_ctx *ctx = arg;
+	char *body = call_answer_json(a, 0);
+	struct idem_waiter *w = NULL, *next;
+
+	(void)c;
+	if (ctx->idem) {
+		if (a->http_status == 200) {
+			w = idem_complete(ctx->idem, a->http_status, body);
+		} else {
+			/* An exhausted call is not replayed: the next try runs again. */
+			w = ctx->idem->waiters;
+			ctx->idem->waiters = NULL;
+			idem_remove(call_engine(c)->idem, ctx->idem);
+		}
+	}
+	set_answer_headers(ctx->r, a->http_status < 300 ? source_name(a->source) : NULL, a->level,
+			   a->elapsed_ms, a->request_id);
+	for (; w; w = next) {
+		next = w->next;
+		respond_replay(w->arg, a->http_status, body);
+		free(w);
+	}
+	http_respond(ctx->r, a->http_status, body, strlen(body));
+	free(ctx);
+}
+
+/*
+ * Parse the /call body into cr. 0, or 400 with *field / *msg set.
+ */
+static int
+parse_call_body(struct http_req *r, struct call_req *cr, char *msg, size_t msglen)
+{
+	cJSON *o = NULL;
+	const cJSON *v;
+	const char *h;
+	int rc = 400;
+
+	cr->allow_llm = 1;
+	o = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+	if (!cJSON_IsObject(o)) {
+		snprintf(msg, msglen, "body: must be a JSON object");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "input");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v)) {
+			snprintf(msg, msglen, "input: must be a string");
+			goto out;
+		}
+		cr->input = xstrdup(v->valuestring);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "messages");
+	if (v && !cJSON_IsNull(v)) {
+		const cJSON *m;
+		int i = 0;
+
+		if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
+			snprintf(msg, msglen, "messages: must be a non-empty array");
+			goto out;
+		}
+		cJSON_ArrayForEach(m, v)
+		{
+			const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+			const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+
+			if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
+				snprintf(msg, msglen,
+					 "messages[%d]: must be an object with string role and content", i);
+				goto out;
+			}
+			i++;
+		}
+		if (cr->input) {
+			snprintf(msg, msglen, "input: give either input or messages, not both");
+			goto out;
+		}
+		cr->messages = cJSON_Duplicate(v, 1);
+	}
+	if (cr->input == NULL && cr->messages == NULL) {
+		snprintf(msg, msglen, "input: required (a string), or messages");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "request_id");
+	h = http_req_header(r, "X-Request-ID");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v)) {
+			snprintf(msg, msglen, "request_id: must be a string");
+			goto out;
+		}
+		h = v->valuestring;
+	}
+	if (h) {
+		size_t n = strlen(h), i;
+
+		if (n == 0 || n > MAX_REQUEST_ID) {
+			snprintf(msg, msglen, "request_id: must be 1 to %d characters", MAX_REQUEST_ID);
+			goto out;
+		}
+		for (i = 0; i < n; i++) {
+			if ((unsigned char)h[i] < 0x21 || (unsigned char)h[i] == 0x7f) {
+				snprintf(msg, msglen,
+					 "request_id: must not contain spaces or control characters");
+				goto out;
+			}
+		}
+		cr->request_id = xstrdup(h);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "budget_ms");
+	h = http_req_header(r, "X-Fusebox-Budget-Ms");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 86400000.0 ||
+		    v->valuedouble != (double)(int64_t)v->valuedouble) {
+			snprintf(msg, msglen, "budget_ms: must be a positive integer of milliseconds");
+			goto out;
+		}
+		cr->caller_budget_ms = (int64_t)v->valuedouble;
+	} else if (h) {
+		int64_t b;
+
+		if (parse_int64(h, &b) != 0 || b < 1 || b > 86400000) {
+			snprintf(msg, msglen,
+				 "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
+			goto out;
+		}
+		cr->caller_budget_ms = b;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "allow_llm");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsBool(v)) {
+			snprintf(msg, msglen, "allow_llm: must be true or false");
+			goto out;
+		}
+		cr->allow_llm = cJSON_IsTrue(v);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "mode");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v) ||
+		    (strcmp(v->valuestring, "sync") != 0 && strcmp(v->valuestring, "async") != 0)) {
+			snprintf(msg, msglen, "mode: must be \"sync\" or \"async\"");
+			goto out;
+		}
+		if (strcmp(v->valuestring, "async") == 0) {
+			snprintf(msg, msglen,
+				 "mode: \"async\" (the L3 job queue) is not available in this build yet");
+			goto out;
+		}
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "callback_url");
+	if (v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsString(v) || (strncmp(v->valuestring, "http://", 7) != 0 &&
+					   strncmp(v->valuestring, "https://", 8) != 0)) {
+			snprintf(msg, msglen, "callback_url: must be an http:// or https:// URL");
+			goto out;
+		}
+		cr->callback_url = xstrdup(v->valuestring);
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+	if (v)
+		cr->metadata = cJSON_Duplicate(v, 1);
+	rc = 0;
+out:
+	cJSON_Delete(o);
+	return rc;
+}
+
+static void
+handle_call(struct http_req *r, struct engine *e)
+{
+	struct call_req cr;
+	struct call_ctx *ctx;
+	struct idem_entry *en = NULL;
+	char msg[256];
+	int route = engine_route_index(e, r->params[0]);
+
+	memset(&cr, 0, sizeof cr);
+	if (route < 0) {
+		http_respond_error(r, 404, "unknown_route", "no route named \"%s\"", r->params[0]);
+		return;
+	}
+	if (e->stopping) {
+		http_req_add_header(r, "Retry-After", "1");
+		http_respond_error(r, 503, "draining", "fuseboxd is shutting down");
+		return;
+	}
+	if (parse_call_body(r, &cr, msg, sizeof msg) != 0) {
+		call_req_clear(&cr);
+		http_respond_error(r, 400, "bad_request", "%s", msg);
+		return;
+	}
+	if (cr.request_id) {
+		en = idem_find(e->idem, e->routes[route].cfg->name, cr.request_id, clock_wall_ms());
+		if (en && en->done) {
+			e->counters.replays++;
+			respond_replay(r, en->status, en->response);
+			call_req_clear(&cr);
+			return;
+		}
+		if (en) {
+			struct idem_waiter *w = xcalloc(1, sizeof *w);
+
+			e->counters.replays++;
+			w->arg = r;
+			w->next = en->waiters;
+			en->waiters = w;
+			call_req_clear(&cr);
+			return;
+		}
+		/* Not in memory: an older answer may still be on disk. */
+		{
+			struct store_val v[] = { SVT(e->routes[route].cfg->name), SVT(cr.request_id),
+						 SVI(clock_wall_ms() -
+						     (int64_t)e->cfg->idempotency_ttl_s * 1000) };
+			char *stored = NULL, *cause = NULL;
+
+			if (store_reader_text(e->reader,
+					      "SELECT response FROM calls WHERE route = ?1 AND request_id = ?2 "
+					      "AND started_at >= ?3 AND http_status = 200",
+					      v, 3, &stored, &cause) == 0 &&
+			    stored) {
+				e->counters.replays++;
+				respond_replay(r, 200, stored);
+				free(stored);
+				call_req_clear(&cr);
+				return;
+			}
+			free(cause);
+		}
+	}
+	if (e->inflight >= e->cfg->max_inflight) {
+		e->counters.rejected_inflight++;
+		call_req_clear(&cr);
+		http_req_add_header(r, "Retry-After", "1");
+		http_respond_error(r, 429, "overloaded", "max_inflight (%d) calls in flight",
+				   e->cfg->max_inflight);
+		return;
+	}
+	if (cr.request_id)
+		en = idem_insert(e->idem, e->routes[route].cfg->name, cr.request_id,
+				 clock_wall_ms() + (int64_t)e->cfg->idempotency_ttl_s * 1000);
+	cr.route = route;
+	cr.recv_us = r->recv_us;
+	ctx = xcalloc(1, sizeof *ctx);
+	ctx->r = r;
+	ctx->idem = en;
+	call_start(e, &cr, call_done, ctx);
+}
+
+static void
+handle_request_get(struct http_req *r, struct engine *e)
+{
+	const char *id = r->params[0];
+	struct idem_entry *en;
+	cJSON *o;
+	char *body, *stored = NULL, *route = NULL, *cause = NULL;
+	int i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		en = idem_find(e->idem, e->routes[i].cfg->name, id, clock_wall_ms());
+		if (en == NULL)
+			continue;
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "request_id", id);
+		cJSON_AddStringToObject(o, "route", e->routes[i].cfg->name);
+		cJSON_AddStringToObject(o, "status", en->done ? "done" : "running");
+		if (en->done)
+			cJSON_AddItemToObject(o, "response", cJSON_Parse(en->response));
+		else
+			cJSON_AddNullToObject(o, "response");
+		goto send;
+	}
+	{
+		struct store_val v[] = { SVT(id) };
+
+		if (store_reader_text(e->reader,
+				      "SELECT route FROM calls WHERE request_id = ?1 ORDER BY id DESC LIMIT 1",
+				      v, 1, &route, &cause) != 0 ||
+		    route == NULL) {
+			free(cause);
+			http_respond_error(r, 404, "unknown_request", "no request \"%s\"", id);
+			return;
+		}
+		store_reader_text(e->reader,
+				  "SELECT response FROM calls WHERE request_id = ?1 ORDER BY id DESC LIMIT 1",
+				  v, 1, &stored, &cause);
+		free(cause);
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "request_id", id);
+	cJSON_AddStringToObject(o, "route", route);
+	{
+		cJSON *resp = stored ? cJSON_Parse(stored) : NULL;
+		int failed = resp && cJSON_GetObjectItemCaseSensitive(resp, "error") != NULL;
+
+		cJSON_AddStringToObject(o, "status", failed ? "failed" : "done");
+		if (resp)
+			cJSON_AddItemToObject(o, "response", resp);
+		else
+			cJSON_AddNullToObject(o, "response");
+	}
+	free(route);
+	free(stored);
+send:
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	http_respond(r, 200, body, strlen(body));
+}
+
+static void
+handle_healthz(struct http_req *r, struct engine *e)
+{
+	char *body = xstrdup("{\"status\":\"ok\"}");
+
+	http_respond(r, 200, body, strlen(body));
+}
+
+const struct endpoint api_call_endpoints[] = {
+	{ HTTP_POST, "/v1/routes/{}/call", ACCESS_DATA, handle_call, 0 },
+	{ HTTP_GET, "/v1/requests/{}", ACCESS_DATA, handle_request_get, 0 },
+	{ HTTP_GET, "/healthz", ACCESS_OPEN, handle_healthz, 1 },
+	{ 0, NULL, 0, NULL, 0 },
+};

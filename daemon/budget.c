@@ -1,0 +1,133 @@
+/*
+ * budget: deadline arithmetic. All values are milliseconds on the monotonic
+ * clock the caller passes in; nothing here reads a clock.
+ */
+#include "budget.h"
+
+void
+budget_init(struct budget *b, int64_t now_ms, int route_budget_ms, int64_t caller_ms)
+{
+	int64_t ms = route_budget_ms > 0 ? route_budget_ms : 0;
+
+	if (caller_ms > 0 && caller_ms < ms)
+		ms = caller_ms;
+	b->start_ms = now_ms;
+	b->budget_ms = ms;
+	b->deadline_ms = now_ms + ms;
+}
+
+int64_t
+budget_remaining(const struct budget *b, int64_t now_ms)
+{
+	return b->deadline_ms > now_ms ? b->deadline_ms - now_ms : 0;
+}
+
+static int64_t
+budget_clip(int configured, int64_t limit)
+{
+	return configured > 0 && configured < limit ? configured : limit;
+}
+
+int
+budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms,
+    int first_byte_ms, int total_ms, int reserve_ms, int min_attempt_ms,
+    struct attempt_timeouts *out)
+{
+	int64_t avail = budget_remaining(b, now_ms) - (reserve_ms > 0 ? reserve_ms : 0);
+	int64_t total;
+	int error = 0;
+
+	if (avail < min_attempt_ms || avail < 1)
+		error = BUDGET_E_EXHAUSTED;
+	else {
+		total = budget_clip(total_ms, avail);
+		out->total_ms = total;
+		out->first_byte_ms = budget_clip(first_byte_ms, total);
+		out->connect_ms = budget_clip(connect_ms, total);
+	}
+	return error;
+}
+
+static int
+budget_is_cjk(uint32_t cp)
+{
+	return (cp >= 0x3000 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+	       (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0xFF00 && cp <= 0xFFEF);
+}
+
+/*
+ * Decode one UTF-8 sequence at s[0..n): its length, with *cp set; an
+ * invalid or truncated sequence is one byte with *cp = 0xFFFD.
+ */
+static size_t
+budget_utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	size_t need = 0, i, adv = 1;
+	uint32_t c = s[0], min = 0;
+
+	*cp = 0xFFFD;
+	if (c < 0x80) {
+		*cp = c;
+	} else if (c >= 0xC2 && c <= 0xDF) {
+		need = 1;
+		c &= 0x1F;
+		min = 0x80;
+	} else if (c >= 0xE0 && c <= 0xEF) {
+		need = 2;
+		c &= 0x0F;
+		min = 0x800;
+	} else if (c >= 0xF0 && c <= 0xF4) {
+		need = 3;
+		c &= 0x07;
+		min = 0x10000;
+	}
+	if (need > 0 && need < n) {
+		for (i = 1; i <= need && (s[i] & 0xC0) == 0x80; i++)
+			c = (c << 6) | (s[i] & 0x3F);
+		if (i > need && c >= min && c <= 0x10FFFF && (c < 0xD800 || c > 0xDFFF)) {
+			*cp = c;
+			adv = need + 1;
+		}
+	}
+	return adv;
+}
+
+int64_t
+budget_estimate_tokens(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	int64_t ascii = 0, cjk = 0, other = 0;
+	size_t i = 0;
+	uint32_t cp;
+
+	while (p != NULL && i < len) {
+		i += budget_utf8_next(p + i, len - i, &cp);
+		if (cp < 0x80)
+			ascii++;
+		else if (budget_is_cjk(cp))
+			cjk++;
+		else
+			other++;
+	}
+	return (ascii + 3) / 4 + cjk + (other + 1) / 2;
+}
+
+int64_t
+budget_dynamic_timeout(const struct timeout_cfg *tc, int64_t p_ms, int64_t input_tokens)
+{
+	double t;
+	int64_t ms = tc->default_ms;
+
+	if (p_ms >= 0) {
+		if (input_tokens < 0)
+			input_tokens = 0;
+		t = (double)p_ms * (1.0 + tc->per_100_tokens * (double)input_tokens / 100.0) +
+		    tc->margin_ms;
+		if (!(t <= (double)tc->max_ms))
+			t = tc->max_ms;
+		if (t < (double)tc->min_ms)
+			t = tc->min_ms;
+		ms = (int64_t)(t + 0.5);
+	}
+	return ms;
+}

@@ -1,0 +1,1058 @@
+/*
+ * call: the guarded call.
+ *
+ * A call walks the ladder from the step its level selects. Model steps
+ * (primary, backup) pick a backend (router: weights × health, breakers
+ * admitting, bulkheads with room, avoiding the backend that just failed),
+ * take a bulkhead slot and breaker permission, and run one attempt at a
+ * time as a curl easy handle on the engine's multi. An attempt ends by
+ * itself (curl reports the transfer done) or by one of our timers (first
+ * byte, total); either way attempt_end() classifies it, records breaker,
+ * health and the attempts row, validates a 200's content, and then the
+ * call answers, retries (backoff timer) or falls to the next rung. Every
+ * timeout is clipped to the call's one budget, and a call deadline timer
+ * is the last word: the answer leaves by the deadline whatever the
+ * upstream does.
+ *
+ * Invariants: at most one attempt per call is in flight; c->att is it.
+ * A bulkhead slot and a breaker permit are held exactly while c->att is
+ * set. done() runs once (c->answered); afterwards the call only waits to
+ * be reaped.
+ */
+#include "call.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "budget.h"
+#include "cache.h"
+#include "clock.h"
+#include "engine.h"
+#include "idem.h"
+#include "log.h"
+#include "router.h"
+#include "rules.h"
+#include "upstream.h"
+#include "util.h"
+#include "validate.h"
+
+/* Time kept back from the last attempt to answer from the rungs below. */
+#define ANSWER_RESERVE_MS 2
+#define MAX_TARGETS 64
+
+struct attempt {
+	struct call *call;
+	struct backend_rt *b;
+	int bidx;
+	int64_t id;
+	int attempt_no;
+	CURL *easy;
+	struct curl_slist *hdrs;
+	char *body;
+	struct buf resp;
+	int body_too_big;
+	long status;
+	int got_headers;
+	int json_type;
+	char retry_after[64];
+	int is_probe;
+	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
+	struct attempt_timeouts to;
+	int64_t started_us;
+	int64_t started_wall;
+	int64_t first_byte_us;
+	int64_t input_tokens;
+	struct timer t_first_byte;
+	struct timer t_total;
+};
+
+struct call {
+	struct engine *e;
+	struct call *prev, *next; /* engine's live list */
+	struct call *close_next;
+	int64_t id;
+	char *request_id;
+	struct call_req req;
+	int route;
+	const struct route_cfg *rc;
+	struct route_rt *rt;
+	struct budget budget;
+	int64_t start_us;
+	int64_t started_wall;
+	int level;
+	enum step step;
+	int step_retries;
+	int attempts;
+	int retries;
+	int avoid_backend;
+	char reason[64]; /* root cause: why the first step tried was left */
+	struct attempt *att;
+	struct timer t_backoff;
+	struct timer t_deadline;
+	struct timer t_queue;
+	struct bulkhead_waiter bw;
+	int queued_bidx;     /* -1 when not waiting for a bulkhead slot */
+	int deadline_passed;
+	int answered;
+	int closing;
+	char *last_raw;      /* last model output, for review items */
+	const char *review_reason; /* "low_confidence", "manual": enqueue with the answer */
+	struct call_answer ans;
+	call_done_fn done;
+	void *done_arg;
+};
+
+static void call_step(struct call *c);
+static void attempt_end(struct attempt *a, enum outcome forced, CURLcode code);
+
+void
+call_req_clear(struct call_req *cr)
+{
+	free(cr->request_id);
+	free(cr->input);
+	cJSON_Delete(cr->messages);
+	free(cr->callback_url);
+	cJSON_Delete(cr->metadata);
+	memset(cr, 0, sizeof *cr);
+}
+
+static int
+step_configured(const struct route_cfg *rc, enum step s)
+{
+	switch (s) {
+	case STEP_PRIMARY:
+		return rc->ntargets > 0;
+	case STEP_BACKUP:
+		return rc->backup.enabled && rc->backup.ntargets > 0;
+	case STEP_RULES:
+		return rc->rules.enabled;
+	case STEP_CACHE:
+		return rc->cache.enabled;
+	case STEP_PRESET:
+		return rc->preset.enabled;
+	default:
+		return 1;
+	}
+}
+
+static enum step
+next_configured(const struct route_cfg *rc, enum step s)
+{
+	do
+		s++;
+	while (s < STEP_EXHAUSTED && !step_configured(rc, s));
+	return s;
+}
+
+static const char *
+input_text(const struct call *c)
+{
+	const cJSON *m;
+
+	if (c->req.input)
+		return c->req.input;
+	/* messages: the last user message stands for the input (rules, cache). */
+	if (c->req.messages) {
+		const char *last = "";
+
+		cJSON_ArrayForEach(m, c->req.messages)
+		{
+			const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+			const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+
+			if (cJSON_IsString(role) && cJSON_IsString(content) &&
+			    strcmp(role->valuestring, "user") == 0)
+				last = content->valuestring;
+		}
+		return last;
+	}
+	return "";
+}
+
+/* The one place a call's ladder position changes: logs the degradation row. */
+static void
+call_fall(struct call *c, const char *reason)
+{
+	enum step to = next_configured(c->rc, c->step);
+	int64_t now_wall = clock_wall_ms();
+
+	if (c->reason[0] == '\0')
+		snprintf(c->reason, sizeof c->reason, "%s", reason);
+	{
+		struct store_val v[] = { SVI(c->e->next_degradation_id++), SVI(c->id),
+					 SVT(c->rc->name), SVT(step_name(c->step)), SVT(step_name(to)),
+					 SVT(reason), SVI(now_wall) };
+
+		store_put(c->e->store, STORE_DEGRADATION_INSERT, v, (int)ARRAY_SIZE(v));
+	}
+	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
+		  step_name(to), reason);
+	c->step = to;
+	c->step_retries = 0;
+	c->avoid_backend = -1;
+}
+
+static void
+log_call_row(struct call *c)
+{
+	struct call_answer *a = &c->ans;
+	char *result = a->result ? cJSON_PrintUnformatted(a->result) : NULL;
+	char *response = call_answer_json(a, 0);
+	const struct log_cfg *lc = &c->e->cfg->log;
+	const char *input = lc->inputs ? input_text(c) : NULL;
+	struct store_val v[] = {
+		SVI(c->id),
+		SVT(c->request_id),
+		SVT(c->rc->name),
+		SVI(c->started_wall),
+		SVI(c->started_wall + a->elapsed_ms),
+		SVI(a->elapsed_ms),
+		SVI(c->budget.budget_ms),
+		SVI(a->level),
+		SVT(source_name(a->source)),
+		SVT(a->backend),
+		SVI(a->degraded),
+		a->reason[0] ? SVT(a->reason) : SVN,
+		SVI(a->attempts),
+		a->has_confidence ? SVR(a->confidence) : SVN,
+		SVT(a->review ? "pending" : "none"),
+		SVI(a->http_status),
+		SVT(input),
+		SVT(result),
+		SVT(response),
+		SVT(a->http_status < 300 ? "done" : "failed"),
+	};
+
+	store_put(c->e->store, STORE_CALL_INSERT, v, (int)ARRAY_SIZE(v));
+	free(result);
+	free(response);
+}
+
+static void
+enqueue_review(struct call *c, const char *reason, const cJSON *result)
+{
+	const struct review_cfg *rv = &c->rc->review;
+	enum priority prio = strcmp(reason, "manual") == 0 ? PRIORITY_HIGH : rv->priority;
+	int64_t now = clock_wall_ms();
+	char *res = result ? cJSON_PrintUnformatted(result) : NULL;
+	struct store_val v[] = {
+		SVN,
+		SVT(c->rc->name),
+		SVT(c->request_id),
+		SVI(c->id),
+		SVI(prio),
+		SVT(reason),
+		SVT("pending"),
+		SVI(now),
+		SVI(now + (int64_t)rv->sla_s[prio] * 1000),
+		SVT(input_text(c)),
+		SVT(c->last_raw),
+		SVT(res),
+		c->ans.has_confidence ? SVR(c->ans.confidence) : SVN,
+		SVN,
+	};
+
+	store_put(c->e->store, STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v));
+	free(res);
+}
+
+/* The call has its answer: record it and hand it to done(). */
+static void
+call_answer(struct call *c, unsigned status, enum source src, const char *backend,
+	    const cJSON *result, const char *text, int has_conf, double conf)
+{
+	struct call_answer *a = &c->ans;
+	int64_t now_us = clock_mono_us();
+
+	if (c->answered)
+		return;
+	c->answered = 1;
+	engine_timer_cancel(c->e, &c->t_deadline);
+	engine_timer_cancel(c->e, &c->t_backoff);
+	engine_timer_cancel(c->e, &c->t_queue);
+	a->http_status = status;
+	a->source = src;
+	a->backend = backend;
+	a->level = c->level;
+	a->degraded = src != SOURCE_LLM;
+	if (a->degraded || status >= 300)
+		snprintf(a->reason, sizeof a->reason, "%s", c->reason[0] ? c->reason : "unknown");
+	else
+		a->reason[0] = '\0';
+	a->result = result ? cJSON_Duplicate(result, 1) : NULL;
+	a->text = text ? xstrdup(text) : NULL;
+	a->has_confidence = has_conf;
+	a->confidence = conf;
+	a->attempts = c->attempts;
+	a->elapsed_ms = (now_us - c->start_us + 500) / 1000;
+	a->request_id = c->request_id;
+	a->route = c->rc->name;
+	if (c->review_reason) {
+		a->review = 1;
+		enqueue_review(c, c->review_reason, result);
+	}
+	log_call_row(c);
+	c->e->inflight--;
+	c->done(c, a, c->done_arg);
+	/* Reaped before the engine sleeps (never freed inside a callback). */
+	c->closing = 1;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->e->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->close_next = c->e->closing;
+	c->e->closing = c;
+}
+
+static void
+call_free(struct call *c)
+{
+	call_req_clear(&c->req);
+	free(c->request_id);
+	free(c->last_raw);
+	cJSON_Delete(c->ans.result);
+	free(c->ans.text);
+	free(c);
+}
+
+void
+call_reap(struct engine *e)
+{
+	struct call *c;
+
+	while ((c = e->closing) != NULL) {
+		e->closing = c->close_next;
+		call_free(c);
+	}
+}
+
+/* ---- attempts ---- */
+
+static size_t
+on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct attempt *a = userdata;
+	size_t n = size * nmemb;
+
+	if (a->first_byte_us == 0)
+		a->first_byte_us = clock_mono_us();
+	if (buf_append(&a->resp, ptr, n) < 0) {
+		a->body_too_big = 1;
+		return 0; /* CURLE_WRITE_ERROR */
+	}
+	return n;
+}
+
+static size_t
+on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct attempt *a = userdata;
+	size_t n = size * nmemb;
+
+	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
+		const char *sp = memchr(ptr, ' ', n);
+
+		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
+		a->retry_after[0] = '\0';
+		a->json_type = 1;
+	} else if (n >= 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
+		size_t off = 12, len;
+
+		while (off < n && (ptr[off] == ' ' || ptr[off] == '\t'))
+			off++;
+		len = n - off;
+		while (len && (ptr[off + len - 1] == '\r' || ptr[off + len - 1] == '\n'))
+			len--;
+		len = MIN(len, sizeof a->retry_after - 1);
+		memcpy(a->retry_after, ptr + off, len);
+		a->retry_after[len] = '\0';
+	} else if (n >= 13 && strncasecmp(ptr, "Content-Type:", 13) == 0) {
+		char ct[96];
+		size_t len = MIN(n - 13, sizeof ct - 1);
+
+		memcpy(ct, ptr + 13, len);
+		ct[len] = '\0';
+		a->json_type = strcasestr(ct, "json") != NULL;
+	} else if ((n == 2 && ptr[0] == '\r') || (n == 1 && ptr[0] == '\n')) {
+		/* End of a header block; 1xx interim responses don't count. */
+		if (a->status >= 200 && !a->got_headers) {
+			a->got_headers = 1;
+			a->first_byte_us = clock_mono_us();
+			engine_timer_cancel(a->call->e, &a->t_first_byte);
+		}
+	}
+	return n;
+}
+
+/* Called each time libcurl is about to send the request on a connection. */
+static int
+on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+	  int conn_local_port)
+{
+	struct attempt *a = clientp;
+
+	a->wire_sends++;
+	return CURL_PREREQFUNC_OK;
+}
+
+static void
+attempt_timer_first_byte(struct timer *t, void *arg)
+{
+	struct attempt *a = arg;
+
+	if (!a->got_headers)
+		attempt_end(a, OUTCOME_FIRST_BYTE_TIMEOUT, CURLE_OK);
+}
+
+static void
+attempt_timer_total(struct timer *t, void *arg)
+{
+	struct attempt *a = arg;
+
+	attempt_end(a, a->got_headers ? OUTCOME_TOTAL_TIMEOUT : OUTCOME_FIRST_BYTE_TIMEOUT,
+		    CURLE_OK);
+}
+
+static struct curl_slist *
+attempt_headers(struct attempt *a)
+{
+	struct call *c = a->call;
+	const struct backend_cfg *bc = a->b->cfg;
+	struct curl_slist *h = NULL;
+	char line[512];
+	int i;
+
+	h = curl_slist_append(h, "Content-Type: application/json");
+	h = curl_slist_append(h, "Accept: application/json");
+	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
+	if (a->b->api_key) {
+		char *auth = xasprintf("Authorization: Bearer %s", a->b->api_key);
+
+		h = curl_slist_append(h, auth);
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	for (i = 0; i < bc->nheaders; i++) {
+		snprintf(line, sizeof line, "%s: %s", bc->headers[i].name, bc->headers[i].value);
+		h = curl_slist_append(h, line);
+	}
+	snprintf(line, sizeof line, "X-Request-ID: %s", c->request_id);
+	h = curl_slist_append(h, line);
+	snprintf(line, sizeof line, "X-Fusebox-Attempt: %d", a->attempt_no);
+	h = curl_slist_append(h, line);
+	snprintf(line, sizeof line, "X-Max-Wait: %lld",
+		 (long long)budget_remaining(&c->budget, clock_mono_ms()));
+	h = curl_slist_append(h, line);
+	return h;
+}
+
+static int64_t
+attempt_total_ms(struct call *c, struct backend_rt *b, int64_t input_tokens)
+{
+	const struct timeout_cfg *tc = &c->rc->timeout;
+	int64_t p;
+
+	if (tc->mode != TIMEOUT_DYNAMIC)
+		return b->cfg->total_ms;
+	p = health_percentile(&b->health, clock_mono_ms(), tc->window_s, tc->percentile, 20);
+	return budget_dynamic_timeout(tc, p, input_tokens);
+}
+
+/* Start one attempt on backend bidx; the bulkhead slot and breaker permit are held. */
+static void
+attempt_start(struct call *c, int bidx, int is_probe)
+{
+	struct engine *e = c->e;
+	struct backend_rt *b = &e->backends[bidx];
+	struct attempt *a = xcalloc(1, sizeof *a);
+	int64_t now_ms = clock_mono_ms(), total;
+	CURL *h;
+
+	a->call = c;
+	a->b = b;
+	a->bidx = bidx;
+	a->is_probe = is_probe;
+	a->id = e->next_attempt_id++;
+	a->attempt_no = ++c->attempts;
+	a->started_us = clock_mono_us();
+	a->started_wall = clock_wall_ms();
+	buf_init(&a->resp, (size_t)b->cfg->max_response_bytes);
+	timer_init(&a->t_first_byte, "first_byte", attempt_timer_first_byte, a);
+	timer_init(&a->t_total, "total", attempt_timer_total, a);
+	a->body = upstream_build_body(c->rc, b->cfg, c->step == STEP_BACKUP, c->req.input,
+				      c->req.messages, &a->input_tokens);
+	total = attempt_total_ms(c, b, a->input_tokens);
+	budget_attempt_timeouts(&c->budget, now_ms, b->cfg->connect_ms, b->cfg->first_byte_ms,
+				(int)MIN(total, INT32_MAX), ANSWER_RESERVE_MS, 1, &a->to);
+	a->hdrs = attempt_headers(a);
+	c->att = a;
+	b->attempts++;
+
+	h = curl_easy_init();
+	a->easy = h;
+	curl_easy_setopt(h, CURLOPT_URL, b->cfg->url);
+	curl_easy_setopt(h, CURLOPT_POST, 1L);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, a->body);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(a->body));
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, a->hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, a);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(h, CURLOPT_PREREQDATA, a);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, a);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)a->to.connect_ms);
+	/* Our timers end the attempt; curl's own total is a backstop. */
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)a->to.total_ms + 50);
+	curl_easy_setopt(h, CURLOPT_PROXY, "");
+	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	engine_timer_arm(e, &a->t_first_byte, a->started_us + a->to.first_byte_ms * 1000);
+	engine_timer_arm(e, &a->t_total, a->started_us + a->to.total_ms * 1000);
+	curl_multi_add_handle(e->multi, h);
+}
+
+static void
+log_attempt_row(struct attempt *a, enum outcome o, int64_t connect_ms, int64_t fb_ms, int64_t total_ms,
+		int64_t retry_after_ms, int64_t out_tokens, const char *raw, int64_t id, int attempt_no)
+{
+	struct call *c = a->call;
+	int raw_max = c->e->cfg->log.raw_output_bytes;
+	char *excerpt = raw ? xstrndup(raw, MIN(strlen(raw), (size_t)MAX(raw_max, 0))) : NULL;
+	struct store_val v[] = {
+		SVI(id),
+		SVI(c->id),
+		SVT(c->request_id),
+		SVT(c->rc->name),
+		SVT(a->b->cfg->name),
+		SVI(attempt_no),
+		SVI(a->started_wall),
+		SVI(a->to.total_ms),
+		connect_ms >= 0 ? SVI(connect_ms) : SVN,
+		fb_ms >= 0 ? SVI(fb_ms) : SVN,
+		SVI(total_ms),
+		a->status ? SVI(a->status) : SVN,
+		SVT(outcome_name(o)),
+		retry_after_ms >= 0 ? SVI(retry_after_ms) : SVN,
+		SVI(a->input_tokens),
+		out_tokens >= 0 ? SVI(out_tokens) : SVN,
+		SVT(excerpt),
+	};
+
+	store_put(c->e->store, STORE_ATTEMPT_INSERT, v, (int)ARRAY_SIZE(v));
+	free(excerpt);
+}
+
+static void
+log_vfail_row(struct attempt *a, const struct validate_result *vr, const char *raw)
+{
+	struct call *c = a->call;
+	int raw_max = c->e->cfg->log.raw_output_bytes;
+	char *excerpt = raw ? xstrndup(raw, MIN(strlen(raw), (size_t)MAX(raw_max, 0))) : NULL;
+	struct store_val v[] = {
+		SVI(c->e->next_vfail_id++), SVI(a->id),	    SVI(c->id),
+		SVT(c->rc->name),	    SVT(validate_stage_name(vr->stage)),
+		SVT(vr->rule),		    SVT(vr->detail), SVT(excerpt),
+		SVI(clock_wall_ms()),
+	};
+
+	store_put(c->e->store, STORE_VFAIL_INSERT, v, (int)ARRAY_SIZE(v));
+	free(excerpt);
+}
+
+static enum outcome
+validation_outcome(int stage)
+{
+	switch (stage) {
+	case VALIDATE_E_FORMAT:
+		return OUTCOME_VALIDATION_FORMAT;
+	case VALIDATE_E_SCHEMA:
+		return OUTCOME_VALIDATION_SCHEMA;
+	case VALIDATE_E_SEMANTIC:
+		return OUTCOME_VALIDATION_SEMANTIC;
+	default:
+		return OUTCOME_LOW_CONFIDENCE;
+	}
+}
+
+static void
+backoff_fire(struct timer *t, void *arg)
+{
+	call_step(arg);
+}
+
+/*
+ * End attempt a: by curl (forced = OUTCOME__COUNT, facts from the handle)
+ * or by a timer (forced outcome). Records everything, then answers,
+ * retries or falls.
+ */
+static void
+attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
+{
+	struct call *c = a->call;
+	struct engine *e = c->e;
+	struct backend_rt *b = a->b;
+	int64_t now_ms = clock_mono_ms(), now_us = clock_mono_us();
+	int64_t connect_us = -1, start_us = -1, total_ms, retry_after_ms = -1, delay;
+	int64_t fb_ms = -1, connect_ms = -1;
+	struct upstream_reply reply = { 0 };
+	struct validate_result vr;
+	enum outcome o = forced;
+	enum breaker_verdict verdict;
+	struct bulkhead_waiter *w;
+	int i, rd, ok = 0;
+
+	memset(&vr, 0, sizeof vr);
+	engine_timer_cancel(e, &a->t_first_byte);
+	engine_timer_cancel(e, &a->t_total);
+	curl_easy_getinfo(a->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
+	curl_easy_getinfo(a->easy, CURLINFO_STARTTRANSFER_TIME_T, &start_us);
+	if (connect_us > 0)
+		connect_ms = connect_us / 1000;
+	if (a->got_headers)
+		fb_ms = (a->first_byte_us - a->started_us) / 1000;
+	total_ms = (now_us - a->started_us) / 1000;
+	curl_multi_remove_handle(e->multi, a->easy);
+	c->att = NULL;
+
+	if (forced == OUTCOME__COUNT) {
+		struct upstream_facts f = {
+			.code = code,
+			.http_status = a->status,
+			.connected = connect_us > 0 || a->status > 0,
+			.got_headers = a->got_headers,
+			.body_too_big = a->body_too_big,
+			.json_type = a->json_type,
+		};
+
+		o = upstream_classify(&f);
+	}
+	if (a->retry_after[0] &&
+	    retry_parse_retry_after(a->retry_after, strlen(a->retry_after), clock_wall_ms(),
+				    &retry_after_ms) != 0)
+		retry_after_ms = -1;
+	if (o == OUTCOME_OK) {
+		if (upstream_parse_reply(a->resp.data ? a->resp.data : "", a->resp.len, &reply) != 0) {
+			o = OUTCOME_INVALID_RESPONSE;
+		} else {
+			free(c->last_raw);
+			c->last_raw = xstrdup(reply.content);
+			rd = validate_output(&c->rc->output, reply.content, strlen(reply.content), &vr);
+			if (rd == 0)
+				ok = 1;
+			else
+				o = validation_outcome(rd);
+		}
+	}
+
+	/* libcurl re-sent the request on a dead reused connection: each
+	 * extra send reached the wire and is an attempt of its own. */
+	for (i = 1; i < a->wire_sends; i++) {
+		e->counters.wire_resends++;
+		log_attempt_row(a, OUTCOME_RESET, -1, -1, 0, -1, -1, NULL, a->id, a->attempt_no);
+		a->id = e->next_attempt_id++;
+		a->attempt_no = ++c->attempts;
+	}
+	log_attempt_row(a, o, connect_ms, fb_ms, total_ms, retry_after_ms, reply.completion_tokens,
+			reply.content ? reply.content : (o != OUTCOME_OK && a->resp.data ? a->resp.data : NULL),
+			a->id, a->attempt_no);
+	if (outcome_is_validation(o))
+		log_vfail_row(a, &vr, reply.content);
+
+	verdict = breaker_classify(&b->cfg->breaker, o);
+	breaker_record(&b->breaker, now_ms, verdict, o, total_ms, a->is_probe);
+	engine_breaker_events(e, b);
+	health_record(&b->health, now_ms, verdict != BREAKER_FAILURE, total_ms);
+	w = bulkhead_leave(&b->bulkhead);
+	if (w) {
+		struct call *wc = w->arg;
+
+		/* The slot passed to a waiting call: start it on the next turn. */
+		engine_timer_arm(e, &wc->t_queue, now_us);
+	}
+
+	if (ok) {
+		enum source src = c->step == STEP_BACKUP ? SOURCE_BACKUP : SOURCE_LLM;
+
+		if (vr.review)
+			c->review_reason = "low_confidence";
+		if (c->rc->cache.enabled && vr.result)
+			cache_put(e->cache, c->route, input_text(c), vr.result, vr.has_confidence,
+				  vr.confidence, clock_wall_ms(), e->store);
+		call_answer(c, 200, src, b->cfg->name, vr.result, reply.content, vr.has_confidence,
+			    vr.confidence);
+		goto out;
+	}
+	if (c->answered)
+		goto out;
+	rd = retry_decide(&c->rc->retry, o, c->step_retries, retry_after_ms,
+			  budget_remaining(&c->budget, now_ms) - ANSWER_RESERVE_MS,
+			  c->rc->min_attempt_ms, &c->rt->rbudget, now_ms, &e->rng, &delay);
+	if (rd == 0 && !c->deadline_passed) {
+		c->step_retries++;
+		c->retries++;
+		c->avoid_backend = a->bidx;
+		engine_timer_arm(e, &c->t_backoff, now_us + delay * 1000);
+		goto out;
+	}
+	if (rd == RETRY_E_BUDGET)
+		c->rt->retries_denied++;
+	call_fall(c, outcome_name(o));
+	call_step(c);
+out:
+	validate_result_clear(&vr);
+	upstream_reply_clear(&reply);
+	curl_easy_cleanup(a->easy);
+	curl_slist_free_all(a->hdrs);
+	free(a->body);
+	buf_free(&a->resp);
+	free(a);
+}
+
+void
+call_transfer_done(struct engine *e, CURL *easy, CURLcode code)
+{
+	struct attempt *a = NULL;
+
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&a);
+	if (a == NULL)
+		return;
+	attempt_end(a, OUTCOME__COUNT, code);
+}
+
+/* A bulkhead slot was handed to us, or the queue wait ran out. */
+static void
+queue_fire(struct timer *t, void *arg)
+{
+	struct call *c = arg;
+	struct backend_rt *b;
+	int is_probe = 0;
+
+	if (c->queued_bidx < 0)
+		return;
+	b = &c->e->backends[c->queued_bidx];
+	if (c->bw.queued) {
+		/* Still waiting: the wait ran out. */
+		bulkhead_cancel(&b->bulkhead, &c->bw);
+		c->queued_bidx = -1;
+		call_fall(c, "bulkhead_full");
+		call_step(c);
+		return;
+	}
+	c->queued_bidx = -1;
+	if (breaker_allow(&b->breaker, clock_mono_ms(), &is_probe) != 0) {
+		struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
+
+		if (w)
+			engine_timer_arm(c->e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+		engine_breaker_events(c->e, b);
+		call_fall(c, "breaker_open");
+		call_step(c);
+		return;
+	}
+	engine_breaker_events(c->e, b);
+	attempt_start(c, (int)(b - c->e->backends), is_probe);
+}
+
+static void
+deadline_fire(struct timer *t, void *arg)
+{
+	struct call *c = arg;
+
+	c->deadline_passed = 1;
+	if (c->att) {
+		attempt_end(c->att,
+			    c->att->got_headers ? OUTCOME_TOTAL_TIMEOUT : OUTCOME_FIRST_BYTE_TIMEOUT,
+			    CURLE_OK);
+		return;
+	}
+	if (c->queued_bidx >= 0) {
+		bulkhead_cancel(&c->e->backends[c->queued_bidx].bulkhead, &c->bw);
+		c->queued_bidx = -1;
+	}
+	engine_timer_cancel(c->e, &c->t_backoff);
+	engine_timer_cancel(c->e, &c->t_queue);
+	if (!c->answered) {
+		if (c->step <= STEP_BACKUP)
+			call_fall(c, "budget_exhausted");
+		call_step(c);
+	}
+}
+
+/* Try to run one model step (primary or backup). 0: an attempt (or a queue wait) is under way. */
+static int
+model_step(struct call *c, const char **why)
+{
+	struct engine *e = c->e;
+	const struct route_cfg *rc = c->rc;
+	const struct target_cfg *targets = c->step == STEP_PRIMARY ? rc->targets : rc->backup.targets;
+	int n = c->step == STEP_PRIMARY ? rc->ntargets : rc->backup.ntargets;
+	struct router_cand cand[MAX_TARGETS];
+	int64_t now_ms = clock_mono_ms(), remaining;
+	int i, picked, bidx, is_probe = 0, any_open = 0, any_full = 0, any_weight = 0;
+	struct backend_rt *b;
+
+	remaining = budget_remaining(&c->budget, now_ms) - ANSWER_RESERVE_MS;
+	if (c->deadline_passed || remaining < rc->min_attempt_ms) {
+		*why = "budget_exhausted";
+		return 1;
+	}
+	n = MIN(n, MAX_TARGETS);
+	for (i = 0; i < n; i++) {
+		double w = c->step == STEP_PRIMARY ? c->rt->weights[i] : targets[i].weight;
+
+		b = &e->backends[targets[i].backend_idx];
+		cand[i].id = i;
+		cand[i].eligible = 1;
+		if (w > 0)
+			any_weight = 1;
+		if (breaker_admits(&b->breaker, now_ms) != 0) {
+			cand[i].eligible = 0;
+			if (w > 0)
+				any_open = 1;
+		} else if (b->bulkhead.inflight >= b->bulkhead.max && b->cfg->queue_ms <= 0) {
+			cand[i].eligible = 0;
+			if (w > 0)
+				any_full = 1;
+		}
+		engine_breaker_events(e, b);
+		if (rc->health_weighting)
+			w *= health_score(&b->health, now_ms, rc->budget_ms, b->bulkhead.inflight,
+					  b->bulkhead.max);
+		cand[i].weight = w;
+	}
+	{
+		int avoid = -1;
+
+		for (i = 0; i < n; i++)
+			if (targets[i].backend_idx == c->avoid_backend)
+				avoid = i;
+		if (router_pick(cand, n, avoid, &e->rng, &picked) != 0) {
+			*why = any_open ? "breaker_open" : any_full ? "bulkhead_full"
+				      : any_weight ? "no_target" : "no_weight";
+			return 1;
+		}
+	}
+	bidx = targets[picked].backend_idx;
+	b = &e->backends[bidx];
+	if (bulkhead_enter(&b->bulkhead) != 0) {
+		int64_t wait = MIN((int64_t)b->cfg->queue_ms, remaining - rc->min_attempt_ms);
+
+		if (wait <= 0) {
+			*why = "bulkhead_full";
+			return 1;
+		}
+		c->bw.arg = c;
+		c->queued_bidx = bidx;
+		bulkhead_enqueue(&b->bulkhead, &c->bw);
+		engine_timer_arm(e, &c->t_queue, clock_mono_us() + wait * 1000);
+		return 0;
+	}
+	if (breaker_allow(&b->breaker, now_ms, &is_probe) != 0) {
+		struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
+
+		if (w)
+			engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+		engine_breaker_events(e, b);
+		*why = "breaker_open";
+		return 1;
+	}
+	engine_breaker_events(e, b);
+	attempt_start(c, bidx, is_probe);
+	return 0;
+}
+
+/* Walk the ladder from c->step until something is under way or answered. */
+static void
+call_step(struct call *c)
+{
+	const struct route_cfg *rc = c->rc;
+	struct engine *e = c->e;
+	const char *why = NULL;
+
+	while (!c->answered) {
+		switch (c->step) {
+		case STEP_PRIMARY:
+		case STEP_BACKUP:
+			if (model_step(c, &why) == 0)
+				return;
+			call_fall(c, why);
+			break;
+		case STEP_RULES: {
+			struct rules_hit hit;
+			const char *in = input_text(c);
+
+			if (rules_eval(&rc->rules, in, strlen(in), &hit) == 0) {
+				call_answer(c, 200, SOURCE_RULES, NULL, hit.result, NULL, 1,
+					    hit.confidence);
+				return;
+			}
+			call_fall(c, "rules_no_match");
+			break;
+		}
+		case STEP_CACHE: {
+			const cJSON *res = NULL;
+			int has_conf = 0;
+			double conf = 0;
+
+			if (cache_get(e->cache, c->route, input_text(c), rc->cache.ttl_s,
+				      clock_wall_ms(), &res, &has_conf, &conf) == 0) {
+				call_answer(c, 200, SOURCE_CACHE, NULL, res, NULL, has_conf, conf);
+				return;
+			}
+			call_fall(c, "cache_miss");
+			break;
+		}
+		case STEP_PRESET:
+			call_answer(c, 200, SOURCE_PRESET, NULL, rc->preset.result, rc->preset.text, 0,
+				    0);
+			return;
+		default:
+			if (rc->on_exhausted == ON_EXHAUSTED_MANUAL) {
+				c->review_reason = "manual";
+				call_answer(c, 200, SOURCE_MANUAL, NULL, NULL, NULL, 0, 0);
+			} else {
+				call_answer(c, 503, SOURCE_NONE, NULL, NULL, NULL, 0, 0);
+			}
+			return;
+		}
+	}
+}
+
+static char *
+gen_request_id(struct engine *e)
+{
+	uint64_t a = rng_u64(&e->rng), b = rng_u64(&e->rng);
+
+	return xasprintf("fb-%08llx-%04llx-%04llx-%012llx", (unsigned long long)(a >> 32),
+			 (unsigned long long)((a >> 16) & 0xffff), (unsigned long long)(a & 0xffff),
+			 (unsigned long long)(b & 0xffffffffffffULL));
+}
+
+void
+call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
+{
+	struct call *c = xcalloc(1, sizeof *c);
+	int64_t now_ms;
+	enum step first;
+
+	c->e = e;
+	c->req = *cr;
+	memset(cr, 0, sizeof *cr);
+	c->request_id = c->req.request_id ? xstrdup(c->req.request_id) : gen_request_id(e);
+	c->route = c->req.route;
+	c->rt = &e->routes[c->route];
+	c->rc = c->rt->cfg;
+	c->id = e->next_call_id++;
+	c->done = done;
+	c->done_arg = arg;
+	c->avoid_backend = -1;
+	c->queued_bidx = -1;
+	c->start_us = c->req.recv_us ? c->req.recv_us : clock_mono_us();
+	c->started_wall = clock_wall_ms() - (clock_mono_us() - c->start_us) / 1000;
+	now_ms = c->start_us / 1000;
+	budget_init(&c->budget, now_ms, c->rc->budget_ms, c->req.caller_budget_ms);
+	timer_init(&c->t_backoff, "backoff", backoff_fire, c);
+	timer_init(&c->t_deadline, "deadline", deadline_fire, c);
+	timer_init(&c->t_queue, "bulkhead_queue", queue_fire, c);
+	c->next = e->calls;
+	if (e->calls)
+		e->calls->prev = c;
+	e->calls = c;
+	e->inflight++;
+	e->counters.calls++;
+	c->rt->calls++;
+	retry_budget_record_call(&c->rt->rbudget, clock_mono_ms());
+	engine_timer_arm(e, &c->t_deadline, c->budget.deadline_ms * 1000);
+
+	c->level = engine_route_level(e, c->route);
+	/* Where the walk starts: the call-site gate, then the route's level.
+	 * Level 3 (async queue) is handled by the API before a call starts;
+	 * a call that gets here at level 3 walks from the rule engine. */
+	first = STEP_PRIMARY;
+	if (!c->req.allow_llm) {
+		first = STEP_RULES;
+		snprintf(c->reason, sizeof c->reason, "llm_disallowed");
+	} else if (c->level >= 1) {
+		first = c->level == 1 ? STEP_BACKUP : STEP_RULES;
+		snprintf(c->reason, sizeof c->reason, "%s",
+			 c->rt->forced_level >= 0 ? "forced_level" : "auto_level");
+	}
+	if (first != STEP_PRIMARY) {
+		if (!step_configured(c->rc, first))
+			first = next_configured(c->rc, first);
+		/* One degradation row for the rungs skipped. */
+		struct store_val v[] = { SVI(e->next_degradation_id++), SVI(c->id), SVT(c->rc->name),
+					 SVT(step_name(STEP_PRIMARY)), SVT(step_name(first)),
+					 SVT(c->reason), SVI(clock_wall_ms()) };
+
+		store_put(e->store, STORE_DEGRADATION_INSERT, v, (int)ARRAY_SIZE(v));
+	}
+	c->step = first;
+	call_step(c);
+}
+
+struct engine *
+call_engine(const struct call *c)
+{
+	return c->e;
+}
+
+char *
+call_answer_json(const struct call_answer *a, int replayed)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	if (a->http_status >= 300) {
+		cJSON *err = cJSON_AddObjectToObject(o, "error");
+		char msg[160];
+
+		cJSON_AddStringToObject(err, "code", "exhausted");
+		snprintf(msg, sizeof msg, "every rung of the ladder failed for route %s (%s)", a->route,
+			 a->reason);
+		cJSON_AddStringToObject(err, "message", msg);
+		cJSON_AddStringToObject(err, "reason", a->reason);
+		cJSON_AddStringToObject(o, "request_id", a->request_id);
+		cJSON_AddNumberToObject(o, "attempts", a->attempts);
+		cJSON_AddNumberToObject(o, "elapsed_ms", (double)a->elapsed_ms);
+		goto out;
+	}
+	cJSON_AddStringToObject(o, "request_id", a->request_id);
+	cJSON_AddStringToObject(o, "route", a->route);
+	if (a->result)
+		cJSON_AddItemToObject(o, "result", cJSON_Duplicate(a->result, 1));
+	else
+		cJSON_AddNullToObject(o, "result");
+	cJSON_AddStringToObject(o, "source", source_name(a->source));
+	if (a->backend)
+		cJSON_AddStringToObject(o, "backend", a->backend);
+	else
+		cJSON_AddNullToObject(o, "backend");
+	cJSON_AddNumberToObject(o, "level", a->level);
+	cJSON_AddBoolToObject(o, "degraded", a->degraded);
+	if (a->reason[0])
+		cJSON_AddStringToObject(o, "reason", a->reason);
+	else
+		cJSON_AddNullToObject(o, "reason");
+	if (a->has_confidence)
+		cJSON_AddNumberToObject(o, "confidence", a->confidence);
+	else
+		cJSON_AddNullToObject(o, "confidence");
+	cJSON_AddStringToObject(o, "review", a->review ? "pending" : "none");
+	cJSON_AddNumberToObject(o, "attempts", a->attempts);
+	cJSON_AddNumberToObject(o, "elapsed_ms", (double)a->elapsed_ms);
+	cJSON_AddBoolToObject(o, "replayed", replayed);
+out:
+	s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	return s;
+}

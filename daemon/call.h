@@ -1,0 +1,69 @@
+#pragma once
+/*
+ * call: one guarded call, the state machine of DESIGN.md "The call, step
+ * by step": budget → level → ladder walk (primary → backup → rules →
+ * cache → preset → on_exhausted) → router → bulkhead → breaker → attempt
+ * → classify → validate → retry or fall. Engine thread only.
+ *
+ * Ownership: call_start() consumes the struct call_req. The call lives
+ * until its answer has been handed to done(); then it is marked closing and
+ * freed by call_reap() in the engine's before-sleep step, never inside a
+ * callback.
+ */
+#include <curl/curl.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "outcome.h"
+
+struct engine;
+struct call;
+
+struct call_req {
+	int route;	  /* index into the engine's routes */
+	char *request_id; /* NULL: generated */
+	char *input;	  /* NULL when messages are given */
+	cJSON *messages;  /* owned; NULL when input is given */
+	int64_t caller_budget_ms; /* 0: none */
+	int allow_llm;
+	char *callback_url;
+	cJSON *metadata;
+	int64_t recv_us; /* when the request was complete (the budget starts then) */
+};
+
+void call_req_clear(struct call_req *cr);
+
+/* The answer, filled when done() runs. */
+struct call_answer {
+	unsigned http_status;	/* 200, or 503 when exhausted with on_exhausted=error */
+	enum source source;
+	const char *backend;	/* NULL when none */
+	int level;
+	int degraded;
+	char reason[64];	/* "" when not degraded */
+	cJSON *result;		/* owned by the call; NULL when none */
+	char *text;		/* the model's text / preset text, for the chat facade */
+	int has_confidence;
+	double confidence;
+	int review;		/* 1: pending */
+	int attempts;
+	int64_t elapsed_ms;
+	const char *request_id;
+	const char *route;
+};
+
+typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);
+
+/* Start a call; done(c, answer, arg) runs exactly once, on the engine thread. */
+void call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg);
+
+/* The engine a call runs on. */
+struct engine *call_engine(const struct call *c);
+
+/* Render the /call 200 body of API.md for an answer. New string. */
+char *call_answer_json(const struct call_answer *a, int replayed);
+
+/* Engine hooks: a transfer finished; free closed calls. */
+void call_transfer_done(struct engine *e, CURL *easy, CURLcode code);
+void call_reap(struct engine *e);

@@ -1,0 +1,448 @@
+/*
+ * engine: the event loop.
+ *
+ * Design (Redis ae shape): one epoll set holds the eventfd that wakes us
+ * for posted tasks and every socket libcurl asks us to watch
+ * (CURLMOPT_SOCKETFUNCTION); libcurl's own timeout is one named timer in
+ * our heap (CURLMOPT_TIMERFUNCTION). Each turn: run due timers, run posted
+ * tasks, collect finished transfers, reap closed calls (before-sleep), then
+ * sleep in epoll_wait until the next timer. Deadlines are timers, so a call
+ * is answered when its budget ends whatever the upstream does.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cache.h"
+#include "call.h"
+#include "clock.h"
+#include "idem.h"
+#include "log.h"
+#include "util.h"
+
+#define CRON_MS 1000
+
+int64_t
+engine_now_ms(const struct engine *e)
+{
+	return clock_mono_ms();
+}
+
+int64_t
+engine_now_us(const struct engine *e)
+{
+	return clock_mono_us();
+}
+
+void
+engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us)
+{
+	timerheap_arm(&e->timers, t, at_us);
+}
+
+void
+engine_timer_cancel(struct engine *e, struct timer *t)
+{
+	timerheap_cancel(&e->timers, t);
+}
+
+int
+engine_route_index(const struct engine *e, const char *name)
+{
+	int i;
+
+	for (i = 0; i < e->nroutes; i++)
+		if (strcmp(e->routes[i].cfg->name, name) == 0)
+			return i;
+	return -1;
+}
+
+int
+engine_route_level(struct engine *e, int i)
+{
+	struct route_rt *rt = &e->routes[i];
+
+	if (rt->forced_level >= 0 && rt->forced_until_wall > 0 &&
+	    clock_wall_ms() >= rt->forced_until_wall) {
+		char detail[160];
+
+		snprintf(detail, sizeof detail, "forced level %d expired (ttl) -> auto %d",
+			 rt->forced_level, rt->auto_level);
+		log_info("engine", "route %s: %s", rt->cfg->name, detail);
+		engine_event(e, "level", rt->cfg->name, detail);
+		rt->forced_level = -1;
+		free(rt->forced_actor);
+		free(rt->forced_reason);
+		rt->forced_actor = rt->forced_reason = NULL;
+		rt->forced_until_wall = 0;
+	}
+	return rt->forced_level >= 0 ? rt->forced_level : rt->auto_level;
+}
+
+void
+engine_event(struct engine *e, const char *kind, const char *subject, const char *detail)
+{
+	struct store_val v[] = { SVI(clock_wall_ms()), SVT(kind), SVT(subject), SVT(detail) };
+
+	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
+}
+
+void
+engine_breaker_events(struct engine *e, struct backend_rt *b)
+{
+	char detail[256];
+	const struct breaker_transition *t = &b->breaker.last;
+
+	if (b->breaker.ntransitions == b->seen_transitions)
+		return;
+	b->seen_transitions = b->breaker.ntransitions;
+	snprintf(detail, sizeof detail, "%s -> %s (%s)", breaker_state_name(t->from),
+		 breaker_state_name(t->to), t->reason);
+	log_info("breaker", "%s: %s", b->cfg->name, detail);
+	engine_event(e, "breaker", b->cfg->name, detail);
+}
+
+/* libcurl asks us to watch socket s. */
+static int
+curl_sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct engine *e = userp;
+	struct epoll_event ev;
+
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+		curl_multi_assign(e->multi, s, NULL);
+		return 0;
+	}
+	memset(&ev, 0, sizeof ev);
+	ev.data.fd = s;
+	if (what & CURL_POLL_IN)
+		ev.events |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev.events |= EPOLLOUT;
+	if (socketp == NULL) {
+		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
+			epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
+		curl_multi_assign(e->multi, s, e);
+	} else {
+		if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+			epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
+	}
+	return 0;
+}
+
+/* libcurl wants to be called after timeout_ms (-1: never). */
+static int
+curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct engine *e = userp;
+
+	if (timeout_ms < 0)
+		timerheap_cancel(&e->timers, &e->curl_timer);
+	else
+		timerheap_arm(&e->timers, &e->curl_timer, clock_mono_us() + timeout_ms * 1000);
+	return 0;
+}
+
+static void
+check_multi_info(struct engine *e)
+{
+	CURLMsg *msg;
+	int left;
+
+	while ((msg = curl_multi_info_read(e->multi, &left)) != NULL) {
+		if (msg->msg == CURLMSG_DONE)
+			call_transfer_done(e, msg->easy_handle, msg->data.result);
+	}
+}
+
+static void
+curl_timer_fire(struct timer *t, void *arg)
+{
+	struct engine *e = arg;
+	int running;
+
+	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	check_multi_info(e);
+}
+
+static void
+cron_fire(struct timer *t, void *arg)
+{
+	struct engine *e = arg;
+	int64_t now = clock_mono_ms();
+	int i;
+
+	for (i = 0; i < e->nbackends; i++) {
+		breaker_state(&e->backends[i].breaker, now);
+		engine_breaker_events(e, &e->backends[i]);
+	}
+	for (i = 0; i < e->nroutes; i++)
+		engine_route_level(e, i);
+	idem_expire(e->idem, clock_wall_ms());
+	timerheap_arm(&e->timers, &e->cron_timer, clock_mono_us() + CRON_MS * 1000);
+}
+
+void
+engine_post(struct engine *e, engine_task_fn fn, void *arg)
+{
+	struct engine_task *t = xmalloc(sizeof *t);
+	uint64_t one = 1;
+	ssize_t n;
+
+	t->fn = fn;
+	t->arg = arg;
+	t->next = NULL;
+	pthread_mutex_lock(&e->qlock);
+	if (e->qtail)
+		e->qtail->next = t;
+	else
+		e->qhead = t;
+	e->qtail = t;
+	pthread_mutex_unlock(&e->qlock);
+	n = write(e->evfd, &one, sizeof one);
+	(void)n;
+}
+
+static void
+run_tasks(struct engine *e)
+{
+	struct engine_task *t, *next;
+
+	pthread_mutex_lock(&e->qlock);
+	t = e->qhead;
+	e->qhead = e->qtail = NULL;
+	pthread_mutex_unlock(&e->qlock);
+	for (; t; t = next) {
+		next = t->next;
+		t->fn(e, t->arg);
+		free(t);
+	}
+}
+
+static void *
+engine_main(void *arg)
+{
+	struct engine *e = arg;
+	struct epoll_event evs[256];
+	int running, i, n;
+
+	while (!e->stop_now) {
+		int64_t now = clock_mono_us(), next;
+		int timeout;
+
+		timerheap_run(&e->timers, now);
+		run_tasks(e);
+		check_multi_info(e);
+		call_reap(e);
+		if (e->stopping && e->calls == NULL && e->qhead == NULL) {
+			e->stop_now = 1;
+			break;
+		}
+		next = timerheap_next(&e->timers);
+		now = clock_mono_us();
+		if (next == INT64_MAX)
+			timeout = 1000;
+		else if (next <= now)
+			timeout = 0;
+		else
+			timeout = (int)MIN((next - now + 999) / 1000, 1000);
+		n = epoll_wait(e->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
+		for (i = 0; i < n; i++) {
+			int fd = evs[i].data.fd, flags = 0;
+
+			if (fd == e->evfd) {
+				uint64_t v;
+				ssize_t rd = read(e->evfd, &v, sizeof v);
+
+				(void)rd;
+				continue;
+			}
+			if (evs[i].events & EPOLLIN)
+				flags |= CURL_CSELECT_IN;
+			if (evs[i].events & EPOLLOUT)
+				flags |= CURL_CSELECT_OUT;
+			if (evs[i].events & (EPOLLERR | EPOLLHUP))
+				flags |= CURL_CSELECT_ERR;
+			curl_multi_socket_action(e->multi, fd, flags, &running);
+		}
+		check_multi_info(e);
+	}
+	return NULL;
+}
+
+static void
+backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
+{
+	const char *key;
+
+	b->cfg = bc;
+	breaker_init(&b->breaker, &bc->breaker);
+	bulkhead_init(&b->bulkhead, bc->max_concurrent);
+	health_init(&b->health);
+	key = bc->api_key_env ? getenv(bc->api_key_env) : NULL;
+	b->api_key = key && *key ? xstrdup(key) : NULL;
+	if (bc->api_key_env && b->api_key == NULL)
+		log_warn("engine", "backend %s: environment variable %s is not set; calling without a key",
+			 bc->name, bc->api_key_env);
+}
+
+int
+engine_create(const struct config *cfg, struct store *st, struct engine **out, char **cause)
+{
+	struct engine *e = xcalloc(1, sizeof *e);
+	struct store_reader *rd = NULL;
+	struct epoll_event ev;
+	int i, j, r = 0, max_ttl = 0;
+
+	e->cfg = cfg;
+	e->store = st;
+	e->epfd = -1;
+	e->evfd = -1;
+	pthread_mutex_init(&e->qlock, NULL);
+	timerheap_init(&e->timers);
+	timer_init(&e->curl_timer, "curl", curl_timer_fire, e);
+	timer_init(&e->cron_timer, "cron", cron_fire, e);
+	rng_seed_entropy(&e->rng);
+	e->started_wall_ms = clock_wall_ms();
+	e->idem = idem_new(200000);
+
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (e->epfd < 0 || e->evfd < 0) {
+		r = -errno;
+		*cause = xasprintf("engine: epoll/eventfd: %s", strerror(errno));
+		goto out;
+	}
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.fd = e->evfd;
+	epoll_ctl(e->epfd, EPOLL_CTL_ADD, e->evfd, &ev);
+
+	e->multi = curl_multi_init();
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, curl_sock_cb);
+	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, 20000L);
+
+	e->nbackends = cfg->nbackends;
+	e->backends = xcalloc((size_t)cfg->nbackends, sizeof *e->backends);
+	for (i = 0; i < cfg->nbackends; i++)
+		backend_rt_init(&e->backends[i], &cfg->backends[i]);
+	e->nroutes = cfg->nroutes;
+	e->routes = xcalloc((size_t)cfg->nroutes, sizeof *e->routes);
+	for (i = 0; i < cfg->nroutes; i++) {
+		struct route_rt *rt = &e->routes[i];
+
+		rt->cfg = &cfg->routes[i];
+		rt->forced_level = -1;
+		retry_budget_init(&rt->rbudget);
+		rt->weights = xcalloc((size_t)MAX(rt->cfg->ntargets, 1), sizeof *rt->weights);
+		for (j = 0; j < rt->cfg->ntargets; j++)
+			rt->weights[j] = rt->cfg->targets[j].weight;
+	}
+
+	/* Row ids continue after the highest one on disk (rows are written
+	 * asynchronously, so the daemon assigns them). */
+	if (store_reader_open(cfg->database, &rd, cause) != 0) {
+		r = -EIO;
+		goto out;
+	}
+	e->next_call_id = store_reader_int(rd, "SELECT coalesce(max(id),0) FROM calls", NULL, 0, 0) + 1;
+	e->next_attempt_id = store_reader_int(rd, "SELECT coalesce(max(id),0) FROM attempts", NULL, 0, 0) + 1;
+	e->next_vfail_id =
+		store_reader_int(rd, "SELECT coalesce(max(id),0) FROM validation_failures", NULL, 0, 0) + 1;
+	e->next_degradation_id =
+		store_reader_int(rd, "SELECT coalesce(max(id),0) FROM degradations", NULL, 0, 0) + 1;
+	e->route_names = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *e->route_names);
+	for (i = 0; i < cfg->nroutes; i++) {
+		e->route_names[i] = cfg->routes[i].name;
+		if (cfg->routes[i].cache.enabled)
+			max_ttl = MAX(max_ttl, cfg->routes[i].cache.ttl_s);
+	}
+	e->cache = cache_new(100000);
+	cache_set_route_names(e->cache, e->route_names, cfg->nroutes);
+	cache_load(e->cache, rd, clock_wall_ms() - (int64_t)max_ttl * 1000);
+	e->reader = rd;
+	rd = NULL;
+	*out = e;
+	e = NULL;
+out:
+	store_reader_close(rd);
+	if (e)
+		engine_free(e);
+	return r;
+}
+
+int
+engine_start(struct engine *e)
+{
+	int r;
+
+	timerheap_arm(&e->timers, &e->cron_timer, clock_mono_us() + CRON_MS * 1000);
+	r = pthread_create(&e->thread, NULL, engine_main, e);
+	if (r != 0)
+		return -r;
+	e->thread_started = 1;
+	return 0;
+}
+
+static void
+engine_begin_stop(struct engine *e, void *arg)
+{
+	e->stopping = 1;
+	log_info("engine", "draining %d in-flight calls", e->inflight);
+}
+
+void
+engine_stop(struct engine *e)
+{
+	if (e == NULL || !e->thread_started)
+		return;
+	engine_post(e, engine_begin_stop, NULL);
+	pthread_join(e->thread, NULL);
+	e->thread_started = 0;
+}
+
+void
+engine_free(struct engine *e)
+{
+	int i;
+
+	if (e == NULL)
+		return;
+	engine_stop(e);
+	run_tasks(e);
+	call_reap(e);
+	if (e->multi)
+		curl_multi_cleanup(e->multi);
+	for (i = 0; i < e->nbackends; i++) {
+		breaker_free(&e->backends[i].breaker);
+		free(e->backends[i].api_key);
+	}
+	free(e->backends);
+	for (i = 0; i < e->nroutes; i++) {
+		free(e->routes[i].weights);
+		free(e->routes[i].forced_actor);
+		free(e->routes[i].forced_reason);
+	}
+	free(e->routes);
+	idem_free(e->idem);
+	cache_free(e->cache);
+	store_reader_close(e->reader);
+	free(e->route_names);
+	timerheap_free(&e->timers);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	if (e->evfd >= 0)
+		close(e->evfd);
+	pthread_mutex_destroy(&e->qlock);
+	free(e);
+}

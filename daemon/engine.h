@@ -1,0 +1,126 @@
+#pragma once
+/*
+ * engine: the event loop thread. One epoll set drives libcurl's multi
+ * handle (curl_multi_socket_action), a timer heap (deadlines, backoff,
+ * first-byte timers, breaker and cron ticks) and a task queue fed by the
+ * HTTP thread (engine_post, woken through an eventfd). All runtime state —
+ * breakers, bulkheads, health, route levels, calls, the idempotency table —
+ * lives here and is touched only on this thread, so none of it is locked.
+ * No thread ever waits on an LLM: a call in flight is a curl easy handle
+ * plus timers.
+ */
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "breaker.h"
+#include "bulkhead.h"
+#include "config.h"
+#include "health.h"
+#include "retry.h"
+#include "rng.h"
+#include "store.h"
+#include "timerheap.h"
+
+struct call;
+struct engine;
+struct idem;
+struct cache;
+
+/* Runtime state of one backend (breaker, bulkhead, health). */
+struct backend_rt {
+	const struct backend_cfg *cfg;
+	struct breaker breaker;
+	struct bulkhead bulkhead;
+	struct health health;
+	char *api_key; /* from the environment; never logged, stored or shown */
+	uint64_t seen_transitions;
+	uint64_t attempts;
+};
+
+/* Runtime state of one route. */
+struct route_rt {
+	const struct route_cfg *cfg;
+	int forced_level; /* -1: none */
+	char *forced_actor;
+	char *forced_reason;
+	int64_t forced_until_wall; /* 0: no TTL */
+	int auto_level;
+	struct retry_budget rbudget;
+	int *weights; /* live weights of cfg->targets (operator / canary guard) */
+	uint64_t calls;
+	uint64_t retries_denied; /* retry budget said no */
+};
+
+typedef void (*engine_task_fn)(struct engine *e, void *arg);
+
+struct engine_task {
+	struct engine_task *next;
+	engine_task_fn fn;
+	void *arg;
+};
+
+struct engine_counters {
+	uint64_t calls;
+	uint64_t replays;
+	uint64_t rejected_inflight; /* 429 */
+	uint64_t wire_resends;	    /* libcurl re-sent a request on a dead reused connection */
+};
+
+struct engine {
+	const struct config *cfg;
+	struct store *store;
+	CURLM *multi;
+	int epfd;
+	int evfd;
+	struct timerheap timers;
+	struct timer curl_timer;
+	struct timer cron_timer;
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t qlock;
+	struct engine_task *qhead, *qtail;
+	struct backend_rt *backends;
+	int nbackends;
+	struct route_rt *routes;
+	int nroutes;
+	struct rng rng;
+	int64_t next_call_id;
+	int64_t next_attempt_id;
+	int64_t next_vfail_id;
+	int64_t next_degradation_id;
+	struct idem *idem;
+	struct cache *cache;
+	struct store_reader *reader; /* engine thread's read connection */
+	const char **route_names;
+	int inflight;	      /* calls admitted and not answered */
+	struct call *calls;   /* live calls (doubly linked) */
+	struct call *closing; /* finished calls, reaped before sleep */
+	int stopping;	      /* SIGTERM: no new calls, drain */
+	int stop_now;
+	int64_t started_wall_ms;
+	struct engine_counters counters;
+};
+
+/* Create the engine for cfg (borrowed, must outlive the engine) and st. */
+int engine_create(const struct config *cfg, struct store *st, struct engine **out, char **cause);
+/* Start the loop thread. */
+int engine_start(struct engine *e);
+/* Run fn(e, arg) on the engine thread, soon. Thread-safe. */
+void engine_post(struct engine *e, engine_task_fn fn, void *arg);
+/* Drain: refuse new calls, let live calls finish (they end by their deadlines), stop the loop, join. */
+void engine_stop(struct engine *e);
+void engine_free(struct engine *e);
+
+/* Engine-thread helpers used by call.c and the API handlers. */
+int64_t engine_now_ms(const struct engine *e);
+int64_t engine_now_us(const struct engine *e);
+void engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us);
+void engine_timer_cancel(struct engine *e, struct timer *t);
+int engine_route_index(const struct engine *e, const char *name);
+/* Effective level of route i now (forced, else auto), expiring a forced level whose TTL passed. */
+int engine_route_level(struct engine *e, int i);
+/* Emit breaker transition events for backend b if its breaker moved. */
+void engine_breaker_events(struct engine *e, struct backend_rt *b);
+/* Write an events row (async). */
+void engine_event(struct engine *e, const char *kind, const char *subject, const char *detail);

@@ -1,0 +1,236 @@
+/*
+ * fuseboxd: load the configuration, open the store, start the engine and
+ * the HTTP front, then wait for signals on the main thread (SIGTERM/SIGINT:
+ * drain and exit 0; SIGHUP: reload).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "config.h"
+#include "engine.h"
+#include "http.h"
+#include "log.h"
+#include "store.h"
+#include "tokens.h"
+#include "util.h"
+
+static void
+usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: fuseboxd -c FILE [--check-config]\n"
+		"       fuseboxd --help | --version\n"
+		"\n"
+		"fuseboxd performs LLM calls guarded: one deadline shared by all retries,\n"
+		"classified retries, circuit breakers, bulkheads, routing, output validation\n"
+		"and a degradation ladder. See fuseboxd(8) and fusebox.json(5).\n"
+		"\n"
+		"  -c, --config FILE   configuration file (JSON)\n"
+		"      --check-config  validate FILE, print every error, exit 0 or 1\n"
+		"  -h, --help          this text and the configuration key reference\n"
+		"  -V, --version       print the version\n"
+		"\n"
+		"Configuration keys:\n");
+	config_print_reference(fp);
+}
+
+static int
+mkdir_parents(const char *path)
+{
+	char *dir = xstrdup(path), *p;
+
+	p = strrchr(dir, '/');
+	if (p == NULL) {
+		free(dir);
+		return 0;
+	}
+	*p = '\0';
+	for (p = dir + 1; *p; p++) {
+		if (*p == '/') {
+			*p = '\0';
+			mkdir(dir, 0750);
+			*p = '/';
+		}
+	}
+	mkdir(dir, 0750);
+	free(dir);
+	return 0;
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t old = rl.rlim_cur;
+
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+			log_info("main", "open-file limit raised from %llu to %llu",
+				 (unsigned long long)old, (unsigned long long)rl.rlim_cur);
+		else
+			log_warn("main", "cannot raise the open-file limit from %llu: %s",
+				 (unsigned long long)old, strerror(errno));
+	}
+	if (rl.rlim_cur < 20000)
+		log_warn("main",
+			 "open-file limit is %llu: fewer concurrent calls than max_inflight may fit",
+			 (unsigned long long)rl.rlim_cur);
+}
+
+static int
+is_loopback(const char *host)
+{
+	return strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+	       strcmp(host, "localhost") == 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", no_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *path = NULL;
+	int check = 0, ch, r, sig, rc = 1;
+	struct config *cfg = NULL;
+	struct tokens *tokens = NULL;
+	struct store *st = NULL;
+	struct engine *eng = NULL;
+	struct http_server *srv = NULL;
+	struct http_opts ho;
+	char *cause = NULL;
+	sigset_t set;
+
+	while ((ch = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'k':
+			check = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("fuseboxd %s\n", FB_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (path == NULL || optind != argc) {
+		fprintf(stderr, "fuseboxd: -c FILE is required\n");
+		return 2;
+	}
+	r = config_load(path, &cfg, &cause);
+	if (r != 0) {
+		fprintf(stderr, "%s: configuration refused:\n%s%s", path, cause ? cause : "",
+			cause && cause[0] && cause[strlen(cause) - 1] == '\n' ? "" : "\n");
+		free(cause);
+		return 1;
+	}
+	if (check) {
+		printf("%s: configuration ok (%d backends, %d routes)\n", path, cfg->nbackends,
+		       cfg->nroutes);
+		config_free(cfg);
+		return 0;
+	}
+	log_set_level(cfg->log.level);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	raise_nofile();
+
+	r = tokens_load(cfg->tokens_file, &tokens, &cause);
+	if (r == -ENOENT) {
+		log_warn("main", "no tokens file at %s: the control plane refuses every request",
+			 cfg->tokens_file);
+		tokens = NULL;
+	} else if (r != 0) {
+		log_error("main", "tokens file %s refused: %s", cfg->tokens_file, cause ? cause : "");
+		goto out;
+	}
+	if (!is_loopback(cfg->listen_host) && !cfg->callers_require_token)
+		log_warn("main",
+			 "LISTENING ON NON-LOOPBACK %s WITHOUT CALLER TOKENS: anyone who can reach "
+			 "this port can spend your LLM budget (set auth.callers_require_token)",
+			 cfg->listen);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	mkdir_parents(cfg->database);
+	r = store_open(cfg->database, 65536, &st, &cause);
+	if (r != 0) {
+		log_error("main", "database %s: %s", cfg->database, cause ? cause : strerror(-r));
+		goto out;
+	}
+	r = engine_create(cfg, st, &eng, &cause);
+	if (r != 0) {
+		log_error("main", "%s", cause ? cause : "engine failed");
+		goto out;
+	}
+	memset(&ho, 0, sizeof ho);
+	ho.host = cfg->listen_host;
+	ho.port = cfg->listen_port;
+	ho.max_body_bytes = cfg->max_body_bytes;
+	ho.max_connections = cfg->max_inflight + 1024;
+	ho.conn_timeout_s = 30;
+	ho.callers_require_token = cfg->callers_require_token;
+	ho.metrics_public = cfg->metrics_public;
+	ho.tokens = tokens;
+	if (engine_start(eng) != 0) {
+		log_error("main", "cannot start the engine thread");
+		goto out;
+	}
+	r = http_start(&ho, eng, &srv, &cause);
+	if (r != 0) {
+		log_error("main", "%s", cause);
+		goto out;
+	}
+	printf("listening on %s:%d\n", cfg->listen_host, http_port(srv));
+	fflush(stdout);
+	log_info("main", "fuseboxd %s up: %d backends, %d routes, database %s", FB_VERSION,
+		 cfg->nbackends, cfg->nroutes, cfg->database);
+	for (;;) {
+		if (sigwait(&set, &sig) != 0)
+			continue;
+		if (sig == SIGHUP) {
+			log_warn("main", "SIGHUP: live reload is not implemented yet; restart to apply");
+			continue;
+		}
+		log_info("main", "signal %d: draining", sig);
+		break;
+	}
+	http_quiesce(srv);
+	engine_stop(eng);
+	rc = 0;
+out:
+	http_stop(srv);
+	engine_free(eng);
+	store_close(st);
+	tokens_free(tokens);
+	config_free(cfg);
+	free(cause);
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,192 @@
+/*
+ * upstream: request bodies, reply parsing, outcome classification.
+ */
+#include "upstream.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "util.h"
+
+char *
+upstream_render(const char *tmpl, const char *input)
+{
+	struct buf b;
+	const char *p = tmpl, *hit;
+
+	buf_init(&b, SIZE_MAX / 2);
+	while ((hit = strstr(p, "{{input}}")) != NULL) {
+		buf_append(&b, p, (size_t)(hit - p));
+		buf_puts(&b, input ? input : "");
+		p = hit + strlen("{{input}}");
+	}
+	buf_puts(&b, p);
+	return buf_steal(&b);
+}
+
+static void
+add_message(cJSON *arr, const char *role, const char *content, int64_t *tokens)
+{
+	cJSON *m = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(m, "role", role);
+	cJSON_AddStringToObject(m, "content", content);
+	cJSON_AddItemToArray(arr, m);
+	*tokens += budget_estimate_tokens(content, strlen(content));
+}
+
+char *
+upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
+		    const char *input, const cJSON *messages, int64_t *input_tokens)
+{
+	cJSON *o = cJSON_CreateObject(), *msgs, *m;
+	const cJSON *first = NULL;
+	int64_t tokens = 0;
+	double temperature = rc->prompt.temperature;
+	int i, have_system = 0;
+	char *out;
+
+	cJSON_AddStringToObject(o, "model", bc->model ? bc->model : "");
+	msgs = cJSON_AddArrayToObject(o, "messages");
+	if (messages) {
+		const cJSON *role;
+
+		first = cJSON_GetArrayItem(messages, 0);
+		role = first ? cJSON_GetObjectItemCaseSensitive(first, "role") : NULL;
+		have_system = cJSON_IsString(role) && strcmp(role->valuestring, "system") == 0;
+	}
+	/* The system message goes first, also ahead of the backup's few-shot
+	 * examples: many chat templates reject a system message elsewhere. */
+	if (have_system) {
+		const cJSON *content = cJSON_GetObjectItemCaseSensitive(first, "content");
+
+		if (cJSON_IsString(content))
+			add_message(msgs, "system", content->valuestring, &tokens);
+	} else if (rc->prompt.system) {
+		add_message(msgs, "system", rc->prompt.system, &tokens);
+	}
+	if (backup) {
+		for (i = 0; i < rc->backup.nfew_shot; i++)
+			add_message(msgs, rc->backup.few_shot[i].role, rc->backup.few_shot[i].content,
+				    &tokens);
+		if (rc->backup.has_temperature)
+			temperature = rc->backup.temperature;
+	}
+	if (messages) {
+		cJSON_ArrayForEach(m, messages)
+		{
+			const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+			const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+
+			if (have_system && m == first)
+				continue;
+			if (cJSON_IsString(role) && cJSON_IsString(content))
+				add_message(msgs, role->valuestring, content->valuestring, &tokens);
+		}
+	} else {
+		char *user = upstream_render(rc->prompt.user ? rc->prompt.user : "{{input}}", input);
+
+		add_message(msgs, "user", user, &tokens);
+		free(user);
+	}
+	cJSON_AddNumberToObject(o, "temperature", temperature);
+	cJSON_AddNumberToObject(o, "max_tokens", rc->prompt.max_tokens);
+	if (rc->prompt.response_format_json && rc->output.present) {
+		cJSON *rf = cJSON_AddObjectToObject(o, "response_format");
+
+		cJSON_AddStringToObject(rf, "type", "json_object");
+	}
+	out = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	*input_tokens = tokens;
+	return out;
+}
+
+int
+upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
+{
+	cJSON *o = NULL;
+	const cJSON *choices, *c0, *msg, *content, *usage, *pt, *ct;
+	int r = UPSTREAM_E_INVALID;
+
+	memset(out, 0, sizeof *out);
+	out->prompt_tokens = -1;
+	out->completion_tokens = -1;
+	o = cJSON_ParseWithLength(body, len);
+	if (!cJSON_IsObject(o))
+		goto out;
+	choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
+	c0 = cJSON_GetArrayItem(choices, 0);
+	msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
+	if (!cJSON_IsObject(msg))
+		goto out;
+	content = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	if (cJSON_IsString(content))
+		out->content = xstrdup(content->valuestring);
+	else if (content == NULL || cJSON_IsNull(content))
+		out->content = xstrdup("");
+	else
+		goto out;
+	usage = cJSON_GetObjectItemCaseSensitive(o, "usage");
+	pt = usage ? cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens") : NULL;
+	ct = usage ? cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens") : NULL;
+	if (cJSON_IsNumber(pt))
+		out->prompt_tokens = (int64_t)pt->valuedouble;
+	if (cJSON_IsNumber(ct))
+		out->completion_tokens = (int64_t)ct->valuedouble;
+	r = 0;
+out:
+	cJSON_Delete(o);
+	return r;
+}
+
+void
+upstream_reply_clear(struct upstream_reply *r)
+{
+	free(r->content);
+	r->content = NULL;
+}
+
+enum outcome
+upstream_classify(const struct upstream_facts *f)
+{
+	switch (f->code) {
+	case CURLE_OK:
+		break;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+		return OUTCOME_CONNECT_ERROR;
+	case CURLE_OPERATION_TIMEDOUT:
+		if (!f->connected)
+			return OUTCOME_CONNECT_ERROR;
+		return f->got_headers ? OUTCOME_TOTAL_TIMEOUT : OUTCOME_FIRST_BYTE_TIMEOUT;
+	case CURLE_WRITE_ERROR:
+		if (f->body_too_big)
+			return OUTCOME_INVALID_RESPONSE;
+		return OUTCOME_RESET;
+	case CURLE_SSL_CONNECT_ERROR:
+		return f->connected ? OUTCOME_RESET : OUTCOME_CONNECT_ERROR;
+	case CURLE_BAD_CONTENT_ENCODING:
+	case CURLE_WEIRD_SERVER_REPLY:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return OUTCOME_INVALID_RESPONSE;
+	default:
+		/* GOT_NOTHING, RECV_ERROR, SEND_ERROR, PARTIAL_FILE, HTTP2 errors... */
+		if (!f->connected)
+			return OUTCOME_CONNECT_ERROR;
+		return OUTCOME_RESET;
+	}
+	if (f->http_status == 429)
+		return OUTCOME_HTTP_429;
+	if (f->http_status >= 500)
+		return OUTCOME_HTTP_5XX;
+	if (f->http_status >= 400)
+		return OUTCOME_HTTP_4XX;
+	if (f->http_status != 200 && f->http_status != 201)
+		return OUTCOME_INVALID_RESPONSE;
+	if (f->body_too_big || !f->json_type)
+		return OUTCOME_INVALID_RESPONSE;
+	return OUTCOME_OK;
+}

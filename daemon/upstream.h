@@ -1,0 +1,57 @@
+#pragma once
+/*
+ * upstream: what goes on the wire to an OpenAI-compatible chat-completions
+ * backend and what comes back. Pure functions (body building, reply parsing,
+ * outcome classification from curl's result) plus upstream_easy_setup(),
+ * which configures one libcurl easy handle. Engine thread.
+ */
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "config.h"
+#include "outcome.h"
+
+enum upstream_e { UPSTREAM_E_INVALID = 1 };
+
+/*
+ * The request body for route rc on backend bc. At the backup step
+ * (backup != 0) backup.temperature and backup.few_shot apply. input is
+ * substituted for "{{input}}" in the prompt's user template; when messages
+ * (borrowed, an array of {role, content}) is given it replaces the
+ * template, the route's system prompt still going first. *input_tokens gets
+ * the token estimate of the rendered messages. Returns a new string.
+ */
+char *upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
+			  const char *input, const cJSON *messages, int64_t *input_tokens);
+
+struct upstream_reply {
+	char *content; /* choices[0].message.content (owned), "" when null */
+	int64_t prompt_tokens;
+	int64_t completion_tokens; /* -1 when usage is absent */
+};
+
+/* Parse a chat.completion body. 0 or UPSTREAM_E_INVALID. */
+int upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out);
+void upstream_reply_clear(struct upstream_reply *r);
+
+/* What curl and the wire said about one finished attempt. */
+struct upstream_facts {
+	CURLcode code;
+	long http_status;  /* 0 when no status line */
+	int connected;	   /* the TCP connection was established */
+	int got_headers;   /* the response headers were complete */
+	int body_too_big;  /* max_response_bytes reached */
+	int json_type;	   /* Content-Type is application/json (or absent) */
+};
+
+/*
+ * Outcome class (DESIGN.md step 6) of a transfer that ended by itself (not
+ * by one of our timers). OK means "HTTP 200 with a body to parse".
+ */
+enum outcome upstream_classify(const struct upstream_facts *f);
+
+/* Replace every "{{input}}" in tmpl with input. New string. */
+char *upstream_render(const char *tmpl, const char *input);

@@ -1,0 +1,244 @@
+#pragma once
+/*
+ * store: fusebox's SQLite persistence. One writer thread (store.c, shaped
+ * like Redis bio.c) owns the read-write connection and commits log rows in
+ * batches; promises (jobs, review decisions, overrides, audit) go through
+ * store_commit_now(), which blocks until they are committed. Readers open a
+ * read-only connection per thread. Schema: db/migrations/NNN_*.sql, applied
+ * by store_open(). Every function here is thread-safe unless noted.
+ */
+#include <sqlite3.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum store_e {
+	STORE_E_FULL = 1,	/* async queue full: row dropped and counted */
+	STORE_E_NEWER,		/* DB schema newer than this binary */
+	STORE_E_SQL,		/* SQLite error; *cause says which */
+	STORE_E_CLOSED,		/* store is closing */
+};
+
+enum store_val_type { SV_NULL = 0, SV_INT, SV_REAL, SV_TEXT };
+
+/* One bound value. SV_TEXT with s == NULL binds NULL. Strings are borrowed. */
+struct store_val {
+	enum store_val_type type;
+	int64_t i;
+	double d;
+	const char *s;
+};
+
+/*
+ * Text is a function so that SVT(char_array) does not trip -Waddress
+ * ("address will always evaluate as true"); NULL gives SV_NULL.
+ */
+static inline struct store_val
+store_val_text(const char *s)
+{
+	return (struct store_val){ .type = s != NULL ? SV_TEXT : SV_NULL,
+	    .s = s };
+}
+
+#define SVI(x) ((struct store_val){ .type = SV_INT, .i = (x) })
+#define SVR(x) ((struct store_val){ .type = SV_REAL, .d = (x) })
+#define SVT(x) store_val_text(x)
+#define SVN ((struct store_val){ .type = SV_NULL })
+
+/*
+ * The statements the writer knows. Each binds ?1..?N in the column order
+ * given here; a caller may pass fewer than N values (the rest bind NULL),
+ * never more. Columns marked [0] treat NULL as 0. Times are epoch ms.
+ */
+enum store_stmt {
+	/*
+	 * INSERT calls: ?1 id, request_id, route, started_at, ?5 finished_at,
+	 * elapsed_ms, budget_ms, level, source, ?10 backend, degraded[0],
+	 * reason, attempts[0], confidence, ?15 review[0], http_status, input,
+	 * result, response, ?20 status (done|failed).
+	 */
+	STORE_CALL_INSERT,
+	/*
+	 * INSERT attempts: ?1 id, call_id, request_id, route, ?5 backend,
+	 * attempt_no, started_at, timeout_ms, connect_ms, ?10 first_byte_ms,
+	 * total_ms, http_status, outcome, retry_after_ms, ?15 input_tokens,
+	 * output_tokens, raw_output.
+	 */
+	STORE_ATTEMPT_INSERT,
+	/*
+	 * INSERT validation_failures: ?1 id, attempt_id, call_id, route,
+	 * ?5 stage, rule, detail, raw_output, ?9 at (retention time).
+	 */
+	STORE_VFAIL_INSERT,
+	/*
+	 * INSERT degradations: ?1 id, call_id, route, from_step, ?5 to_step,
+	 * reason, at.
+	 */
+	STORE_DEGRADATION_INSERT,
+	/* INSERT events: ?1 at, kind, subject, detail (id assigned). */
+	STORE_EVENT_INSERT,
+	/*
+	 * Upsert slo_minutes adding the deltas to (route, minute): ?1 route,
+	 * ?2 minute (epoch ms of the minute's start), then the deltas [0]:
+	 * ?3 total, service_good, ?5 smart_good, latency_ok, timeouts,
+	 * retries, attempts, ?10 format_violations, src_llm, src_backup,
+	 * src_rules, src_cache, ?15 src_preset, src_manual, review_decided,
+	 * review_corrected, shadow_total, ?20 shadow_agree, cross_total,
+	 * ?22 cross_agree.
+	 */
+	STORE_SLO_MINUTE_ADD,
+	/*
+	 * INSERT jobs: ?1 request_id, route, state, body, ?5 created_at,
+	 * updated_at, tries[0], response (id assigned: last_rowid).
+	 */
+	STORE_JOB_INSERT,
+	/*
+	 * UPDATE jobs by request_id: ?1 state, updated_at, tries[0],
+	 * response, ?5 request_id.
+	 */
+	STORE_JOB_UPDATE,
+	/*
+	 * Upsert overrides on (kind, subject): ?1 kind, subject, value,
+	 * actor, ?5 reason, until, at.
+	 */
+	STORE_OVERRIDE_UPSERT,
+	/* DELETE overrides: ?1 kind, ?2 subject. */
+	STORE_OVERRIDE_DELETE,
+	/*
+	 * INSERT audit: ?1 at, actor, action, target, ?5 before, after,
+	 * remote (id assigned).
+	 */
+	STORE_AUDIT_INSERT,
+	/*
+	 * INSERT alerts: ?1 rule, route, severity, state, ?5 value,
+	 * threshold, at (id assigned).
+	 */
+	STORE_ALERT_INSERT,
+	/*
+	 * INSERT reviews: ?1 id (NULL: assigned, see last_rowid), route,
+	 * request_id, call_id, ?5 priority[0], reason, state, created_at,
+	 * due_at, ?10 input, raw_output, result, confidence, alt_result.
+	 * reviewer .. decided_at start NULL.
+	 */
+	STORE_REVIEW_INSERT,
+	/*
+	 * UPDATE reviews by id: ?1 state, reviewer, verdict,
+	 * corrected_result, ?5 note, decided_at, ?7 id.
+	 */
+	STORE_REVIEW_UPDATE,
+	/*
+	 * Upsert cache on (route, key): ?1 route, key, result, confidence,
+	 * ?5 stored_at.
+	 */
+	STORE_CACHE_UPSERT,
+	STORE_STMT__COUNT
+};
+
+/* One statement with its values (borrowed). */
+struct store_op {
+	enum store_stmt stmt;
+	const struct store_val *vals;
+	int nvals;
+};
+
+struct store;
+
+struct store_stats {
+	uint64_t rows_written;	/* rows executed and committed (incl. commit-now) */
+	uint64_t batches;	/* write transactions committed (not prune) */
+	uint64_t dropped;	/* store_put() rows refused: queue full */
+	uint64_t sync_commits;	/* transactions committed with synchronous=FULL */
+	uint64_t max_batch_rows;
+	uint64_t errors;	/* async rows that failed (logged to stderr) */
+	uint64_t pruned;	/* rows deleted by retention */
+	uint64_t queued;	/* rows in the queue right now */
+	int prune_running;	/* a store_prune() pass is still going */
+};
+
+/*
+ * Open (creating) the DB at path: WAL, busy_timeout 5000,
+ * synchronous=NORMAL, foreign_keys off. Pending migrations are applied in
+ * order, each in its own transaction and recorded in schema_migrations. A DB
+ * whose schema is newer than this binary fails with STORE_E_NEWER. Starts
+ * the writer thread. queue_cap bounds the async queue (rows, >= 1).
+ * Returns 0, -errno (-EINVAL: bad arguments), STORE_E_SQL or STORE_E_NEWER
+ * with *cause set (caller frees).
+ */
+int store_open(const char *path, int queue_cap, struct store **out,
+    char **cause);
+/* Flush everything queued, commit, stop the thread, close. NULL ok. */
+void store_close(struct store *st);
+
+/*
+ * Queue one log row (vals and strings are copied; the caller keeps its
+ * own). Never blocks beyond a mutex. Returns 0; STORE_E_FULL when the queue
+ * is full (the row is dropped and counted, and the writer logs one events
+ * row kind "log_rows_dropped" per batch in which drops happened);
+ * STORE_E_CLOSED after store_close() began; -EINVAL for a bad statement or
+ * too many values; -E2BIG for a row larger than 16 MiB.
+ *
+ * A row that fails in SQL (e.g. a duplicate id) is logged to stderr and
+ * counted in stats.errors; the rest of its batch still commits (a failed
+ * statement only undoes itself). Should SQLite abort the whole transaction
+ * (I/O error, disk full) the rows of that batch before the failure are
+ * lost, and are logged and counted as such; so is a whole batch when
+ * another process holds the DB's write lock for longer than the 5 s busy
+ * timeout.
+ */
+int store_put(struct store *st, enum store_stmt stmt,
+    const struct store_val *vals, int nvals);
+
+/*
+ * Commit now: ops run in one transaction (a savepoint inside the writer's
+ * batch), ordered after everything queued before this call, committed with
+ * synchronous=FULL before this returns (the caller blocks). ops and their
+ * strings are borrowed until return. Returns 0; STORE_E_SQL with *cause
+ * (e.g. a UNIQUE violation), in which case none of the ops took effect;
+ * STORE_E_CLOSED; -EINVAL. *last_rowid (may be NULL) gets
+ * sqlite3_last_insert_rowid() after the last op.
+ */
+int store_commit_now(struct store *st, const struct store_op *ops, int nops,
+    int64_t *last_rowid, char **cause);
+
+/* Block until everything queued so far is committed. 0 or STORE_E_CLOSED. */
+int store_flush(struct store *st);
+
+void store_get_stats(struct store *st, struct store_stats *out);
+
+/*
+ * Retention: delete rows whose time is < before_ms: calls (started_at),
+ * attempts (started_at), validation_failures (at), degradations (at),
+ * events (at), alerts (at), slo_minutes (minute), reviews with decided_at
+ * set, jobs done or failed (updated_at). The writer deletes at most 500
+ * rows per transaction, alternating with normal batches. Asynchronous:
+ * returns at once (stats.prune_running says when it is done). A second call
+ * while one runs restarts it with the later cutoff. 0 or STORE_E_CLOSED.
+ */
+int store_prune(struct store *st, int64_t before_ms);
+
+/*
+ * Readers: a read-only connection for one thread at a time (WAL lets it
+ * read alongside the writer). Prepared statements are cached by SQL text.
+ */
+struct store_reader;
+
+int store_reader_open(const char *path, struct store_reader **out,
+    char **cause);
+void store_reader_close(struct store_reader *r);
+
+/*
+ * Run sql with vals bound to ?1..?nvals; row_cb (may be NULL) is called for
+ * each row with the statement (use sqlite3_column_*(), valid during the
+ * call only); a non-zero return stops the query. row_cb may run other
+ * queries on the same reader. Returns 0 or STORE_E_SQL with *cause.
+ */
+typedef int (*store_row_cb)(void *arg, sqlite3_stmt *row);
+int store_reader_query(struct store_reader *r, const char *sql,
+    const struct store_val *vals, int nvals, store_row_cb row_cb, void *arg,
+    char **cause);
+/* First column of the first row as int64; def when no row or on error. */
+int64_t store_reader_int(struct store_reader *r, const char *sql,
+    const struct store_val *vals, int nvals, int64_t def);
+/* Applied schema version of the reader's DB (0: none, -1: error). */
+int store_schema_version(struct store_reader *r);
+/* The highest migration version compiled in. */
+int store_known_version(void);

@@ -1,0 +1,180 @@
+/*
+ * itd: the fuseboxd + mock fixture for integration tests.
+ */
+#include "itd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *
+replace_all(const char *s, const char *what, const char *with)
+{
+	size_t wl = strlen(what), n = 0, cap = strlen(s) + 1;
+	const char *p = s, *hit;
+	char *out;
+
+	for (hit = strstr(p, what); hit; hit = strstr(hit + wl, what))
+		cap += strlen(with);
+	out = malloc(cap);
+	if (out == NULL)
+		abort();
+	while ((hit = strstr(p, what)) != NULL) {
+		memcpy(out + n, p, (size_t)(hit - p));
+		n += (size_t)(hit - p);
+		memcpy(out + n, with, strlen(with));
+		n += strlen(with);
+		p = hit + wl;
+	}
+	memcpy(out + n, p, strlen(p) + 1);
+	return out;
+}
+
+static int
+write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	size_t len = strlen(text);
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len) {
+		close(fd);
+		return -EIO;
+	}
+	fchmod(fd, mode);
+	close(fd);
+	return 0;
+}
+
+int
+itd_restart_daemon(struct itd *t)
+{
+	char *bin = harness_path("daemon/fuseboxd");
+	char *argv[] = { bin, "-c", t->cfg_path, NULL };
+	int r = proc_spawn(&t->d, argv, 10000);
+
+	free(bin);
+	if (r == 0)
+		snprintf(t->base, sizeof t->base, "http://127.0.0.1:%d", t->d.port);
+	return r;
+}
+
+int
+itd_start(struct itd *t, const char *config)
+{
+	char mockbase[64], *c1, *c2, path[512];
+	int r;
+
+	memset(t, 0, sizeof *t);
+	t->mock.pid = -1;
+	t->d.pid = -1;
+	r = mock_start(&t->mock);
+	if (r != 0)
+		return r;
+	t->dir = harness_tmpdir();
+	snprintf(path, sizeof path, "%s/fusebox.db", t->dir);
+	t->db = strdup(path);
+	snprintf(path, sizeof path, "%s/fusebox.json", t->dir);
+	t->cfg_path = strdup(path);
+	snprintf(mockbase, sizeof mockbase, "http://127.0.0.1:%d", t->mock.port);
+	c1 = replace_all(config, "@MOCK@", mockbase);
+	c2 = replace_all(c1, "@DB@", t->db);
+	r = write_file(t->cfg_path, c2, 0644);
+	free(c1);
+	free(c2);
+	if (r != 0)
+		return r;
+	snprintf(path, sizeof path, "%s/tokens", t->dir);
+	r = write_file(path,
+		       "op-token operator alice\nview-token viewer victor\ncall-token caller svc\n",
+		       0600);
+	if (r != 0)
+		return r;
+	return itd_restart_daemon(t);
+}
+
+int
+itd_kill_daemon(struct itd *t, int sig)
+{
+	return proc_kill(&t->d, sig);
+}
+
+void
+itd_stop(struct itd *t)
+{
+	if (t->d.pid > 0)
+		proc_kill(&t->d, SIGTERM);
+	if (t->mock.pid > 0)
+		proc_kill(&t->mock, SIGTERM);
+	free(t->dir);
+	free(t->db);
+	free(t->cfg_path);
+	t->dir = t->db = t->cfg_path = NULL;
+}
+
+int
+itd_req(struct itd *t, const char *method, const char *path, const char *body, const char *token,
+	long timeout_ms, struct http_resp *out)
+{
+	char url[512], auth[256];
+	const char *hdrs[2] = { NULL, NULL };
+
+	snprintf(url, sizeof url, "%s%s", t->base, path);
+	if (token) {
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s", token);
+		hdrs[0] = auth;
+	}
+	return http_do(method, url, body, hdrs, timeout_ms, out);
+}
+
+int
+itd_call(struct itd *t, const char *route, const char *body, long timeout_ms, struct http_resp *out)
+{
+	char path[256];
+
+	snprintf(path, sizeof path, "/v1/routes/%s/call", route);
+	return itd_req(t, "POST", path, body, NULL, timeout_ms, out);
+}
+
+cJSON *
+itd_json(const struct http_resp *r)
+{
+	return r->body ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+}
+
+const char *
+itd_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+double
+itd_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -1;
+}
+
+void
+itd_settle(void)
+{
+	usleep(150 * 1000);
+}
+
+long long
+itd_count(struct itd *t, const char *sql_tail)
+{
+	char sql[1024];
+
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", sql_tail);
+	return db_scalar_int(t->db, sql);
+}

@@ -1,0 +1,42 @@
+#pragma once
+/*
+ * itd: integration fixture — fusebox-mockllm + fuseboxd on 127.0.0.1 with
+ * a config written into a fresh temporary folder. The config text may use
+ * @MOCK@ (the mock's base URL, "http://127.0.0.1:PORT") and @DB@ (the
+ * database path). A tokens file with an operator ("op-token"), a viewer
+ * ("view-token") and a caller ("call-token") is written beside it (0600).
+ */
+#include <cjson/cJSON.h>
+
+#include "harness.h"
+
+struct itd {
+	struct proc mock;
+	struct proc d;
+	char *dir;
+	char *db;
+	char *cfg_path;
+	char base[64]; /* "http://127.0.0.1:PORT" of fuseboxd */
+};
+
+/* Start mock + daemon. 0 or -errno. */
+int itd_start(struct itd *t, const char *config);
+/* Start only the daemon again on the same folder and mock (after itd_kill_daemon). */
+int itd_restart_daemon(struct itd *t);
+int itd_kill_daemon(struct itd *t, int sig);
+void itd_stop(struct itd *t);
+/* POST /v1/routes/<route>/call with body; 0 or CURLcode (see http_do). */
+int itd_call(struct itd *t, const char *route, const char *body, long timeout_ms,
+	     struct http_resp *out);
+/* A request to the daemon at path (method, body may be NULL, token may be NULL). */
+int itd_req(struct itd *t, const char *method, const char *path, const char *body,
+	    const char *token, long timeout_ms, struct http_resp *out);
+/* Parse a response body (caller deletes); NULL when not JSON. */
+cJSON *itd_json(const struct http_resp *r);
+/* String / number field of a parsed object ("" / -1 when absent). */
+const char *itd_str(const cJSON *o, const char *key);
+double itd_num(const cJSON *o, const char *key);
+/* Wait until the store has flushed (rows are batched every <= 50 ms). */
+void itd_settle(void);
+/* Count rows: SELECT count(*) FROM <sql_tail>. */
+long long itd_count(struct itd *t, const char *sql_tail);
