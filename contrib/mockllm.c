@@ -14,9 +14,10 @@
  * thread resumes due connections and applies scenario steps. It sleeps in
  * its own epoll set, which holds an eventfd (to be woken early) and every
  * suspended socket (EPOLLRDHUP), so a client that goes away frees its
- * connection at once (MHD cannot see that while it is suspended). Response bodies are a list of
- * segments produced by a content-reader callback; a segment may be virtual
- * (n bytes of one fill character), so huge bodies cost no memory.
+ * connection at once (MHD cannot see that while it is suspended). Response
+ * bodies are a list of segments produced by a content-reader callback; a
+ * segment may be virtual (n bytes of one fill character), so huge bodies
+ * cost no memory.
  *
  * Invariants: a connection is resumed exactly once per suspension: whoever
  * clears req->suspended under mock.lock (timer thread or shutdown) resumes
@@ -44,7 +45,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -546,8 +546,9 @@ behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp,
 			}
 			if (!cJSON_IsArray(item) ||
 			    cJSON_GetArraySize(item) > SCRIPT_MAX) {
-				*cause = xasprintf("\"script\" must be an array "
-				    "of at most %d behaviours", SCRIPT_MAX);
+				*cause = xasprintf("\"script\" must be an "
+				    "array of at most %d behaviours",
+				    SCRIPT_MAX);
 				goto out;
 			}
 			script_free(script, nscript);
@@ -583,7 +584,8 @@ behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp,
 		goto out;
 	}
 	if (b->delay_min_ms > b->delay_max_ms) {
-		*cause = xasprintf("\"delay_min_ms\" is above \"delay_max_ms\"");
+		*cause = xasprintf("\"delay_min_ms\" is above "
+		    "\"delay_max_ms\"");
 		goto out;
 	}
 	if (b->delay_min_ms >= 0 && b->delay_ms > 0) {
@@ -1352,8 +1354,7 @@ chat_start(struct req *r, const char *method)
 		goto out;
 	}
 	if (r->too_big) {
-		ret = respond_error(r, 413,
-		    "request body over 4 MiB");
+		ret = respond_error(r, 413, "request body over 4 MiB");
 		goto out;
 	}
 	if (r->body != NULL)
@@ -1377,12 +1378,13 @@ chat_start(struct req *r, const char *method)
 		cJSON_AddNullToObject(last, "body");
 	body = NULL;
 
+	/* A request the mock cannot parse consumes no script item. */
 	pthread_mutex_lock(&mock.lock);
 	cJSON_Delete(be->last_request);
 	be->last_request = last;
-	if (be->script_pos < be->nscript)
+	if (valid && be->script_pos < be->nscript)
 		behave_copy(&r->bh, &be->script[be->script_pos++]);
-	else
+	else if (valid)
 		behave_copy(&r->bh, &be->base);
 	if (r->bh.delay_min_ms >= 0)
 		delay = r->bh.delay_min_ms + (int64_t)(rng_next() %
@@ -1448,8 +1450,7 @@ control_handle(struct req *r, const char *url, const char *method)
 	is_set = strcmp(method, MHD_HTTP_METHOD_PUT) == 0 ||
 	    strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (r->too_big) {
-		ret = respond_error(r, 413,
-		    "request body over 4 MiB");
+		ret = respond_error(r, 413, "request body over 4 MiB");
 		goto out;
 	}
 	if (strcmp(url, "/_mock/stats") == 0) {
@@ -1588,8 +1589,7 @@ mock_access(void *cls, struct MHD_Connection *conn, const char *url,
 			errno = 0;
 			n = strtoull(cl, &end, 10);
 			if (errno == 0 && *end == '\0' && n > BODY_MAX)
-				ret = respond_error(r,
-				    413,
+				ret = respond_error(r, 413,
 				    "request body over 4 MiB");
 		}
 		goto out;
@@ -1683,14 +1683,13 @@ scenario_step(int64_t now)
 static int64_t
 scenario_next_ms(void)
 {
-	const cJSON *entry;
+	const cJSON *entry, *at;
 	int64_t next = WAIT_FOREVER;
 
 	if (mock.scen_idx < mock.scen_n) {
 		entry = cJSON_GetArrayItem(mock.timeline, mock.scen_idx);
-		next = mock.scen_base_ms + (int64_t)(
-		    cJSON_GetObjectItemCaseSensitive(entry, "at_s")->valuedouble *
-		    1000.0);
+		at = cJSON_GetObjectItemCaseSensitive(entry, "at_s");
+		next = mock.scen_base_ms + (int64_t)(at->valuedouble * 1000.0);
 	}
 	return next;
 }

@@ -14,6 +14,7 @@
 #include "engine.h"
 #include "http.h"
 #include "idem.h"
+#include "jobs.h"
 #include "log.h"
 #include "util.h"
 
@@ -120,7 +121,7 @@ call_done(struct call *c, const struct call_answer *a, void *arg)
  * Parse the /call body into cr. 0, or 400 with *field / *msg set.
  */
 static int
-parse_call_body(struct http_req *r, struct call_req *cr, char *msg, size_t msglen)
+parse_call_body(struct http_req *r, struct call_req *cr, int *async, char *msg, size_t msglen)
 {
 	cJSON *o = NULL;
 	const cJSON *v;
@@ -231,11 +232,7 @@ parse_call_body(struct http_req *r, struct call_req *cr, char *msg, size_t msgle
 			snprintf(msg, msglen, "mode: must be \"sync\" or \"async\"");
 			goto out;
 		}
-		if (strcmp(v->valuestring, "async") == 0) {
-			snprintf(msg, msglen,
-				 "mode: \"async\" (the L3 job queue) is not available in this build yet");
-			goto out;
-		}
+		*async = strcmp(v->valuestring, "async") == 0;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "callback_url");
 	if (v && !cJSON_IsNull(v)) {
@@ -255,6 +252,45 @@ out:
 	return rc;
 }
 
+/* Level 3 or mode async: commit a job, answer 202 once it is durable. */
+static void
+respond_job(struct http_req *r, struct engine *e, int route, struct call_req *cr)
+{
+	cJSON *body = cJSON_CreateObject(), *o;
+	const char *state = NULL;
+	char *cause = NULL, *text;
+	int rc;
+
+	if (cr->request_id == NULL)
+		cr->request_id = call_gen_request_id(e);
+	if (cr->input)
+		cJSON_AddStringToObject(body, "input", cr->input);
+	if (cr->messages)
+		cJSON_AddItemToObject(body, "messages", cJSON_Duplicate(cr->messages, 1));
+	if (cr->caller_budget_ms > 0)
+		cJSON_AddNumberToObject(body, "budget_ms", (double)cr->caller_budget_ms);
+	cJSON_AddBoolToObject(body, "allow_llm", cr->allow_llm);
+	if (cr->callback_url)
+		cJSON_AddStringToObject(body, "callback_url", cr->callback_url);
+	if (cr->metadata)
+		cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(cr->metadata, 1));
+	rc = jobs_enqueue(e->jobs, route, cr->request_id, body, &state, &cause);
+	cJSON_Delete(body);
+	if (rc != 0 && rc != JOBS_E_EXISTS) {
+		http_respond_error(r, 500, "store_failed", "the job could not be stored: %s",
+				   cause ? cause : "?");
+		free(cause);
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "request_id", cr->request_id);
+	cJSON_AddStringToObject(o, "status", state ? state : "queued");
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	http_req_add_header(r, "X-Request-ID", cr->request_id);
+	http_respond(r, 202, text, strlen(text));
+}
+
 static void
 handle_call(struct http_req *r, struct engine *e)
 {
@@ -262,7 +298,7 @@ handle_call(struct http_req *r, struct engine *e)
 	struct call_ctx *ctx;
 	struct idem_entry *en = NULL;
 	char msg[256];
-	int route = engine_route_index(e, r->params[0]);
+	int route = engine_route_index(e, r->params[0]), async = 0;
 
 	memset(&cr, 0, sizeof cr);
 	if (route < 0) {
@@ -274,9 +310,14 @@ handle_call(struct http_req *r, struct engine *e)
 		http_respond_error(r, 503, "draining", "fuseboxd is shutting down");
 		return;
 	}
-	if (parse_call_body(r, &cr, msg, sizeof msg) != 0) {
+	if (parse_call_body(r, &cr, &async, msg, sizeof msg) != 0) {
 		call_req_clear(&cr);
 		http_respond_error(r, 400, "bad_request", "%s", msg);
+		return;
+	}
+	if (async || engine_route_level(e, route) >= 3) {
+		respond_job(r, e, route, &cr);
+		call_req_clear(&cr);
 		return;
 	}
 	if (cr.request_id) {
@@ -342,9 +383,22 @@ handle_request_get(struct http_req *r, struct engine *e)
 {
 	const char *id = r->params[0];
 	struct idem_entry *en;
-	cJSON *o;
+	cJSON *o, *jresp = NULL;
 	char *body, *stored = NULL, *route = NULL, *cause = NULL;
+	const char *jroute = NULL, *jstate = NULL;
 	int i;
+
+	if (jobs_lookup(e->jobs, id, &jroute, &jstate, &jresp) == 0) {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "request_id", id);
+		cJSON_AddStringToObject(o, "route", jroute);
+		cJSON_AddStringToObject(o, "status", jstate);
+		if (jresp)
+			cJSON_AddItemToObject(o, "response", jresp);
+		else
+			cJSON_AddNullToObject(o, "response");
+		goto send;
+	}
 
 	for (i = 0; i < e->nroutes; i++) {
 		en = idem_find(e->idem, e->routes[i].cfg->name, id, clock_wall_ms());

@@ -1,16 +1,31 @@
 /*
- * api_control: the control plane of API.md (viewer / operator endpoints).
- * Engine thread.
+ * api_control: the control plane of API.md — GET /v1/state (viewer) and
+ * the operator mutations of levels, weights and breakers. Engine thread.
+ *
+ * A mutation parses and type-checks its body here (400 naming the field),
+ * then hands the values to control.c, which range-checks them, commits the
+ * override, audit and event rows in one transaction and changes the
+ * runtime state; the answer is the updated object, in the same shape as in
+ * /v1/state.
+ *
+ * Route traffic figures (rps_1m, p50_ms_1m, p99_ms_1m) come from the
+ * `calls` rows of the last 60 s: those rows are written by the store's
+ * writer thread in batches, so they lag the calls by up to ~50 ms; the
+ * percentiles are nearest-rank over every call finished in the window
+ * (null when none).
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "call.h"
 #include "clock.h"
+#include "control.h"
 #include "engine.h"
 #include "http.h"
 #include "util.h"
+
+#define WEIGHT_MAX 1000000
 
 static cJSON *
 rfc3339_or_null(int64_t wall_ms)
@@ -23,8 +38,86 @@ rfc3339_or_null(int64_t wall_ms)
 	return cJSON_CreateString(ts);
 }
 
+static void
+add_int_or_null(cJSON *o, const char *key, int64_t v)
+{
+	if (v < 0)
+		cJSON_AddNullToObject(o, key);
+	else
+		cJSON_AddNumberToObject(o, key, (double)v);
+}
+
+/* Traffic of one route over the last minute, and its open review items. */
+struct route_stats {
+	double rps;
+	int64_t p50_ms, p99_ms; /* -1: no call finished in the window */
+	int64_t review_pending;
+};
+
+static void
+route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *st)
+{
+	const struct route_cfg *rc = e->routes[i].cfg;
+	/* A call finished in the window started at most its budget before it
+	 * (+ a generous slack): that bound lets SQLite use calls_started_at. */
+	struct store_val v[] = { SVT(rc->name), SVI(now_wall - 60000 - rc->budget_ms - 60000),
+				 SVI(now_wall - 60000), SVI(0) };
+	static const char count_sql[] = "SELECT count(*) FROM calls WHERE route = ?1 AND "
+					"started_at >= ?2 AND finished_at >= ?3 AND "
+					"elapsed_ms IS NOT NULL";
+	static const char rank_sql[] = "SELECT elapsed_ms FROM calls WHERE route = ?1 AND "
+				       "started_at >= ?2 AND finished_at >= ?3 AND "
+				       "elapsed_ms IS NOT NULL ORDER BY elapsed_ms LIMIT 1 OFFSET ?4";
+	int64_t n;
+
+	n = store_reader_int(e->reader, count_sql, v, 3, 0);
+	st->rps = round((double)n / 60.0 * 1000.0) / 1000.0;
+	st->p50_ms = st->p99_ms = -1;
+	if (n > 0) {
+		v[3] = SVI((50 * n + 99) / 100 - 1);
+		st->p50_ms = store_reader_int(e->reader, rank_sql, v, 4, -1);
+		v[3] = SVI((99 * n + 99) / 100 - 1);
+		st->p99_ms = store_reader_int(e->reader, rank_sql, v, 4, -1);
+	}
+	st->review_pending = store_reader_int(e->reader,
+					      "SELECT count(*) FROM reviews WHERE route = ?1 AND "
+					      "state IN ('pending', 'claimed')",
+					      v, 1, 0);
+}
+
+/* The route object of API.md (also the answer of route mutations). */
 static cJSON *
-breaker_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
+route_json(struct engine *e, int i, int64_t now_wall)
+{
+	struct route_rt *rt = &e->routes[i];
+	cJSON *ro = cJSON_CreateObject(), *targets;
+	struct route_stats st;
+	int j;
+
+	route_stats_get(e, i, now_wall, &st);
+	cJSON_AddStringToObject(ro, "name", rt->cfg->name);
+	cJSON_AddNumberToObject(ro, "level", engine_route_level(e, i));
+	cJSON_AddNumberToObject(ro, "auto_level", rt->auto_level);
+	cJSON_AddItemToObject(ro, "forced_level", control_forced_json(e, i));
+	cJSON_AddNumberToObject(ro, "budget_ms", rt->cfg->budget_ms);
+	targets = cJSON_AddArrayToObject(ro, "targets");
+	for (j = 0; j < rt->cfg->ntargets; j++) {
+		cJSON *t = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(t, "backend", rt->cfg->targets[j].backend);
+		cJSON_AddNumberToObject(t, "weight", rt->weights[j]);
+		cJSON_AddBoolToObject(t, "canary", rt->cfg->targets[j].canary);
+		cJSON_AddItemToArray(targets, t);
+	}
+	cJSON_AddNumberToObject(ro, "rps_1m", st.rps);
+	add_int_or_null(ro, "p50_ms_1m", st.p50_ms);
+	add_int_or_null(ro, "p99_ms_1m", st.p99_ms);
+	cJSON_AddNumberToObject(ro, "review_pending", (double)st.review_pending);
+	return ro;
+}
+
+static cJSON *
+breaker_json(struct backend_rt *b, int64_t now_ms)
 {
 	cJSON *o = cJSON_CreateObject(), *lt;
 	struct breaker_stats bs;
@@ -57,14 +150,46 @@ breaker_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
 	return o;
 }
 
+/* The backend object of API.md (also the answer of breaker mutations). */
+static cJSON *
+backend_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
+{
+	cJSON *bo = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(bo, "name", b->cfg->name);
+	if (b->cfg->version)
+		cJSON_AddStringToObject(bo, "version", b->cfg->version);
+	else
+		cJSON_AddNullToObject(bo, "version");
+	cJSON_AddItemToObject(bo, "breaker", breaker_json(b, now_ms));
+	/* Looking may have taken a due OPEN -> HALF_OPEN edge: emit its event. */
+	engine_breaker_events(e, b);
+	cJSON_AddNumberToObject(bo, "inflight", b->bulkhead.inflight);
+	cJSON_AddNumberToObject(bo, "max_concurrent", b->bulkhead.max);
+	cJSON_AddNumberToObject(bo, "health",
+				health_score(&b->health, now_ms, 0, b->bulkhead.inflight,
+					     b->bulkhead.max));
+	add_int_or_null(bo, "p90_ms_5m", health_percentile(&b->health, now_ms, 300, 0.9, 1));
+	return bo;
+}
+
+/* Answer 200 with o (deleted). */
+static void
+respond_json(struct http_req *r, cJSON *o)
+{
+	char *body = cJSON_PrintUnformatted(o);
+
+	cJSON_Delete(o);
+	http_respond(r, 200, body, strlen(body));
+}
+
 static void
 handle_state(struct http_req *r, struct engine *e)
 {
 	cJSON *o = cJSON_CreateObject(), *routes, *backends;
 	int64_t now_ms = clock_mono_ms(), now_wall = clock_wall_ms();
 	char ts[40];
-	char *body;
-	int i, j;
+	int i;
 
 	cJSON_AddStringToObject(o, "version", FB_VERSION);
 	time_format_rfc3339(e->started_wall_ms, ts, sizeof ts);
@@ -72,62 +197,272 @@ handle_state(struct http_req *r, struct engine *e)
 	cJSON_AddNumberToObject(o, "uptime_s", (double)((now_wall - e->started_wall_ms) / 1000));
 	cJSON_AddNumberToObject(o, "inflight", e->inflight);
 	routes = cJSON_AddArrayToObject(o, "routes");
-	for (i = 0; i < e->nroutes; i++) {
-		struct route_rt *rt = &e->routes[i];
-		cJSON *ro = cJSON_CreateObject(), *targets;
-
-		cJSON_AddStringToObject(ro, "name", rt->cfg->name);
-		cJSON_AddNumberToObject(ro, "level", engine_route_level(e, i));
-		cJSON_AddNumberToObject(ro, "auto_level", rt->auto_level);
-		if (rt->forced_level >= 0) {
-			cJSON *f = cJSON_AddObjectToObject(ro, "forced_level");
-
-			cJSON_AddNumberToObject(f, "level", rt->forced_level);
-			cJSON_AddStringToObject(f, "actor", rt->forced_actor ? rt->forced_actor : "");
-			cJSON_AddStringToObject(f, "reason", rt->forced_reason ? rt->forced_reason : "");
-			cJSON_AddItemToObject(f, "until", rfc3339_or_null(rt->forced_until_wall));
-		} else {
-			cJSON_AddNullToObject(ro, "forced_level");
-		}
-		cJSON_AddNumberToObject(ro, "budget_ms", rt->cfg->budget_ms);
-		targets = cJSON_AddArrayToObject(ro, "targets");
-		for (j = 0; j < rt->cfg->ntargets; j++) {
-			cJSON *t = cJSON_CreateObject();
-
-			cJSON_AddStringToObject(t, "backend", rt->cfg->targets[j].backend);
-			cJSON_AddNumberToObject(t, "weight", rt->weights[j]);
-			cJSON_AddBoolToObject(t, "canary", rt->cfg->targets[j].canary);
-			cJSON_AddItemToArray(targets, t);
-		}
-		cJSON_AddItemToArray(routes, ro);
-	}
+	for (i = 0; i < e->nroutes; i++)
+		cJSON_AddItemToArray(routes, route_json(e, i, now_wall));
 	backends = cJSON_AddArrayToObject(o, "backends");
-	for (i = 0; i < e->nbackends; i++) {
-		struct backend_rt *b = &e->backends[i];
-		cJSON *bo = cJSON_CreateObject();
+	for (i = 0; i < e->nbackends; i++)
+		cJSON_AddItemToArray(backends, backend_json(e, &e->backends[i], now_ms));
+	respond_json(r, o);
+}
 
-		cJSON_AddStringToObject(bo, "name", b->cfg->name);
-		if (b->cfg->version)
-			cJSON_AddStringToObject(bo, "version", b->cfg->version);
-		else
-			cJSON_AddNullToObject(bo, "version");
-		cJSON_AddItemToObject(bo, "breaker", breaker_json(e, b, now_ms));
-		engine_breaker_events(e, b);
-		cJSON_AddNumberToObject(bo, "inflight", b->bulkhead.inflight);
-		cJSON_AddNumberToObject(bo, "max_concurrent", b->bulkhead.max);
-		cJSON_AddNumberToObject(bo, "health",
-					health_score(&b->health, now_ms, 0, b->bulkhead.inflight,
-						     b->bulkhead.max));
-		cJSON_AddNumberToObject(bo, "p90_ms_5m",
-					(double)health_percentile(&b->health, now_ms, 300, 0.9, 1));
-		cJSON_AddItemToArray(backends, bo);
+/* ---- mutations ---- */
+
+/*
+ * Parse r's body as a JSON object into *out (caller deletes). 0, or 400
+ * answered.
+ */
+static int
+body_object(struct http_req *r, cJSON **out)
+{
+	cJSON *o = NULL;
+
+	if (r->body.len > 0)
+		o = cJSON_ParseWithLength(r->body.data, r->body.len);
+	if (!cJSON_IsObject(o)) {
+		cJSON_Delete(o);
+		http_respond_error(r, 400, "bad_request", "body: must be a JSON object");
+		return 400;
 	}
-	body = cJSON_PrintUnformatted(o);
+	*out = o;
+	return 0;
+}
+
+/* An integral JSON number in [min, max] into *out: 0, else -1. */
+static int
+json_int(const cJSON *v, int64_t min, int64_t max, int64_t *out)
+{
+	double d;
+
+	if (!cJSON_IsNumber(v))
+		return -1;
+	d = v->valuedouble;
+	if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max)
+		return -1;
+	*out = (int64_t)d;
+	return 0;
+}
+
+/*
+ * Optional string member key of o: *out is its value (borrowed) or NULL
+ * when absent or null. 0, or 400 answered.
+ */
+static int
+opt_string(struct http_req *r, const cJSON *o, const char *key, const char **out)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	*out = NULL;
+	if (v == NULL || cJSON_IsNull(v))
+		return 0;
+	if (!cJSON_IsString(v)) {
+		http_respond_error(r, 400, "bad_request", "%s: must be a string", key);
+		return 400;
+	}
+	*out = v->valuestring;
+	return 0;
+}
+
+/* Answer an error from control.c. */
+static void
+respond_control_error(struct http_req *r, int rc, const char *cause)
+{
+	if (rc == CONTROL_E_INVALID)
+		http_respond_error(r, 400, "bad_request", "%s", cause ? cause : "invalid value");
+	else
+		http_respond_error(r, 500, "store_error", "%s",
+				   cause ? cause : "cannot persist the change");
+}
+
+static int
+route_param(struct http_req *r, struct engine *e)
+{
+	int i = engine_route_index(e, r->params[0]);
+
+	if (i < 0)
+		http_respond_error(r, 404, "unknown_route", "no route named \"%s\"", r->params[0]);
+	return i;
+}
+
+static void
+handle_level_put(struct http_req *r, struct engine *e)
+{
+	struct control_who who = { r->actor, r->remote };
+	cJSON *o = NULL;
+	const cJSON *v;
+	const char *reason;
+	char *cause = NULL;
+	int64_t level, ttl_s = 0;
+	int route, rc;
+
+	if ((route = route_param(r, e)) < 0)
+		goto out;
+	if (body_object(r, &o) != 0)
+		goto out;
+	v = cJSON_GetObjectItemCaseSensitive(o, "level");
+	if (v == NULL || json_int(v, 0, CONTROL_LEVEL_MAX, &level) != 0) {
+		http_respond_error(r, 400, "bad_request", "level: %s",
+				   v == NULL ? "required (an integer 0-3)" : "must be an integer 0-3");
+		goto out;
+	}
+	v = cJSON_GetObjectItemCaseSensitive(o, "reason");
+	if (!cJSON_IsString(v) || v->valuestring[0] == '\0') {
+		http_respond_error(r, 400, "bad_request", "reason: %s",
+				   v == NULL ? "required (why the level is forced)"
+					     : "must be a non-empty string");
+		goto out;
+	}
+	reason = v->valuestring;
+	v = cJSON_GetObjectItemCaseSensitive(o, "ttl_s");
+	if (v != NULL && !cJSON_IsNull(v) && json_int(v, 1, CONTROL_TTL_MAX_S, &ttl_s) != 0) {
+		http_respond_error(r, 400, "bad_request",
+				   "ttl_s: must be a positive integer (seconds, <= %lld)",
+				   CONTROL_TTL_MAX_S);
+		goto out;
+	}
+	rc = control_level_force(e, route, (int)level, reason, ttl_s, &who, &cause);
+	if (rc != 0) {
+		respond_control_error(r, rc, cause);
+		goto out;
+	}
+	respond_json(r, route_json(e, route, clock_wall_ms()));
+out:
 	cJSON_Delete(o);
-	http_respond(r, 200, body, strlen(body));
+	free(cause);
+}
+
+static void
+handle_level_delete(struct http_req *r, struct engine *e)
+{
+	struct control_who who = { r->actor, r->remote };
+	char *cause = NULL;
+	int route, rc;
+
+	if ((route = route_param(r, e)) < 0)
+		goto out;
+	rc = control_level_release(e, route, &who, &cause);
+	if (rc != 0) {
+		respond_control_error(r, rc, cause);
+		goto out;
+	}
+	respond_json(r, route_json(e, route, clock_wall_ms()));
+out:
+	free(cause);
+}
+
+static void
+handle_weights_put(struct http_req *r, struct engine *e)
+{
+	struct control_who who = { r->actor, r->remote };
+	const struct route_cfg *rc;
+	cJSON *o = NULL;
+	const cJSON *ws, *m;
+	const char *reason;
+	char *cause = NULL;
+	int *w = NULL, route, j, found, err;
+
+	if ((route = route_param(r, e)) < 0)
+		goto out;
+	if (body_object(r, &o) != 0)
+		goto out;
+	rc = e->routes[route].cfg;
+	ws = cJSON_GetObjectItemCaseSensitive(o, "weights");
+	if (!cJSON_IsObject(ws) || ws->child == NULL) {
+		http_respond_error(r, 400, "bad_request",
+				   "weights: required (an object {\"<backend>\": weight, ...} naming "
+				   "at least one primary target)");
+		goto out;
+	}
+	if (opt_string(r, o, "reason", &reason) != 0)
+		goto out;
+	w = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *w);
+	memcpy(w, e->routes[route].weights, (size_t)rc->ntargets * sizeof *w);
+	cJSON_ArrayForEach(m, ws)
+	{
+		int64_t val;
+
+		found = 0;
+		for (j = 0; j < rc->ntargets; j++)
+			found |= strcmp(rc->targets[j].backend, m->string) == 0;
+		if (!found) {
+			http_respond_error(r, 400, "bad_request",
+					   "weights.%s: not a primary target of route %s", m->string,
+					   rc->name);
+			goto out;
+		}
+		if (json_int(m, 0, WEIGHT_MAX, &val) != 0) {
+			http_respond_error(r, 400, "bad_request",
+					   "weights.%s: must be an integer 0-%d", m->string,
+					   WEIGHT_MAX);
+			goto out;
+		}
+		for (j = 0; j < rc->ntargets; j++)
+			if (strcmp(rc->targets[j].backend, m->string) == 0)
+				w[j] = (int)val;
+	}
+	err = control_weights_set(e, route, w, reason, &who, &cause);
+	if (err != 0) {
+		respond_control_error(r, err, cause);
+		goto out;
+	}
+	respond_json(r, route_json(e, route, clock_wall_ms()));
+out:
+	free(w);
+	cJSON_Delete(o);
+	free(cause);
+}
+
+static void
+handle_breaker_put(struct http_req *r, struct engine *e)
+{
+	struct control_who who = { r->actor, r->remote };
+	cJSON *o = NULL;
+	const cJSON *v;
+	const char *reason;
+	char *cause = NULL;
+	enum breaker_force f;
+	int i, rc;
+
+	for (i = 0; i < e->nbackends; i++)
+		if (strcmp(e->backends[i].cfg->name, r->params[0]) == 0)
+			break;
+	if (i == e->nbackends) {
+		http_respond_error(r, 404, "unknown_backend", "no backend named \"%s\"",
+				   r->params[0]);
+		goto out;
+	}
+	if (body_object(r, &o) != 0)
+		goto out;
+	v = cJSON_GetObjectItemCaseSensitive(o, "state");
+	if (cJSON_IsString(v) && strcmp(v->valuestring, "forced_open") == 0) {
+		f = BREAKER_FORCE_OPEN;
+	} else if (cJSON_IsString(v) && strcmp(v->valuestring, "forced_closed") == 0) {
+		f = BREAKER_FORCE_CLOSED;
+	} else if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) {
+		f = BREAKER_FORCE_AUTO;
+	} else {
+		http_respond_error(r, 400, "bad_request", "state: %s \"forced_open\", "
+				   "\"forced_closed\" or \"auto\"",
+				   v == NULL ? "required:" : "must be");
+		goto out;
+	}
+	if (opt_string(r, o, "reason", &reason) != 0)
+		goto out;
+	rc = control_breaker_force(e, i, f, reason, &who, &cause);
+	if (rc != 0) {
+		respond_control_error(r, rc, cause);
+		goto out;
+	}
+	respond_json(r, backend_json(e, &e->backends[i], clock_mono_ms()));
+out:
+	cJSON_Delete(o);
+	free(cause);
 }
 
 const struct endpoint api_control_endpoints[] = {
 	{ HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state, 0 },
+	{ HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put, 0 },
+	{ HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete, 0 },
+	{ HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put, 0 },
+	{ HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put, 0 },
 	{ 0, NULL, 0, NULL, 0 },
 };

@@ -33,6 +33,7 @@
 #include "engine.h"
 #include "idem.h"
 #include "log.h"
+#include "obs.h"
 #include "router.h"
 #include "rules.h"
 #include "upstream.h"
@@ -59,6 +60,7 @@ struct attempt {
 	int json_type;
 	char retry_after[64];
 	int is_probe;
+	int canary; /* the target picked was a canary */
 	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
 	struct attempt_timeouts to;
 	int64_t started_us;
@@ -95,7 +97,12 @@ struct call {
 	struct timer t_queue;
 	struct bulkhead_waiter bw;
 	int queued_bidx;     /* -1 when not waiting for a bulkhead slot */
+	int queued_canary;
 	int deadline_passed;
+	int timeouts;	     /* attempts that ended in a timeout */
+	int format_violations; /* attempts that ended validation_format */
+	int start_vfail;     /* an attempt of the starting model step failed validation */
+	int auto_start;      /* the call started at the route's auto level (not forced) */
 	int answered;
 	int closing;
 	char *last_raw;      /* last model output, for review items */
@@ -190,6 +197,7 @@ call_fall(struct call *c, const char *reason)
 	}
 	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
 		  step_name(to), reason);
+	obs_degradation(c->e->obs, c->route, reason);
 	c->step = to;
 	c->step_retries = 0;
 	c->avoid_backend = -1;
@@ -259,6 +267,24 @@ enqueue_review(struct call *c, const char *reason, const cJSON *result)
 	free(res);
 }
 
+/* Feed the route's auto-level state machine with what this call says. */
+static void
+call_escalation(struct call *c, enum source src)
+{
+	enum escalation_result r;
+
+	if (!c->auto_start || !c->req.allow_llm || c->level >= 2)
+		r = ESC_SKIPPED;
+	else if ((c->level == 0 && src == SOURCE_LLM) || (c->level == 1 && src == SOURCE_BACKUP))
+		r = ESC_OK;
+	else if (c->start_vfail)
+		r = ESC_VALIDATION_FAIL;
+	else
+		r = ESC_FAIL;
+	escalation_record(&c->rt->esc, &c->rc->escalation, clock_mono_ms(), c->level, r);
+	engine_route_escalation_events(c->e, c->rt);
+}
+
 /* The call has its answer: record it and hand it to done(). */
 static void
 call_answer(struct call *c, unsigned status, enum source src, const char *backend,
@@ -293,6 +319,27 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 	if (c->review_reason) {
 		a->review = 1;
 		enqueue_review(c, c->review_reason, result);
+	}
+	call_escalation(c, src);
+	{
+		struct call_obs co = {
+			.route = c->route,
+			.source = src,
+			.http_status = status,
+			.level = c->level,
+			.degraded = a->degraded,
+			.reason = a->reason[0] ? a->reason : NULL,
+			.elapsed_ms = a->elapsed_ms,
+			.budget_ms = c->budget.budget_ms,
+			.attempts = c->attempts,
+			.retries = c->retries,
+			.timeouts = c->timeouts,
+			.format_violations = c->format_violations,
+			.review = a->review,
+			.wall_ms = clock_wall_ms(),
+		};
+
+		obs_call(c->e->obs, &co);
 	}
 	log_call_row(c);
 	c->e->inflight--;
@@ -465,7 +512,7 @@ attempt_total_ms(struct call *c, struct backend_rt *b, int64_t input_tokens)
 
 /* Start one attempt on backend bidx; the bulkhead slot and breaker permit are held. */
 static void
-attempt_start(struct call *c, int bidx, int is_probe)
+attempt_start(struct call *c, int bidx, int is_probe, int canary)
 {
 	struct engine *e = c->e;
 	struct backend_rt *b = &e->backends[bidx];
@@ -477,6 +524,7 @@ attempt_start(struct call *c, int bidx, int is_probe)
 	a->b = b;
 	a->bidx = bidx;
 	a->is_probe = is_probe;
+	a->canary = canary;
 	a->id = e->next_attempt_id++;
 	a->attempt_no = ++c->attempts;
 	a->started_us = clock_mono_us();
@@ -664,8 +712,22 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	log_attempt_row(a, o, connect_ms, fb_ms, total_ms, retry_after_ms, reply.completion_tokens,
 			reply.content ? reply.content : (o != OUTCOME_OK && a->resp.data ? a->resp.data : NULL),
 			a->id, a->attempt_no);
-	if (outcome_is_validation(o))
+	if (outcome_is_timeout(o))
+		c->timeouts++;
+	if (o == OUTCOME_VALIDATION_FORMAT)
+		c->format_violations++;
+	{
+		struct attempt_obs ao = { .route = c->route, .backend = a->bidx, .outcome = o,
+					  .duration_ms = total_ms, .canary = a->canary };
+
+		obs_attempt(e->obs, &ao);
+	}
+	if (outcome_is_validation(o)) {
 		log_vfail_row(a, &vr, reply.content);
+		obs_validation_failure(e->obs, c->route, validate_stage_name(vr.stage));
+		if (c->step == (c->level == 1 ? STEP_BACKUP : STEP_PRIMARY))
+			c->start_vfail = 1;
+	}
 
 	verdict = breaker_classify(&b->cfg->breaker, o);
 	breaker_record(&b->breaker, now_ms, verdict, o, total_ms, a->is_probe);
@@ -759,7 +821,7 @@ queue_fire(struct timer *t, void *arg)
 		return;
 	}
 	engine_breaker_events(c->e, b);
-	attempt_start(c, (int)(b - c->e->backends), is_probe);
+	attempt_start(c, (int)(b - c->e->backends), is_probe, c->queued_canary);
 }
 
 static void
@@ -852,6 +914,7 @@ model_step(struct call *c, const char **why)
 		}
 		c->bw.arg = c;
 		c->queued_bidx = bidx;
+		c->queued_canary = targets[picked].canary;
 		bulkhead_enqueue(&b->bulkhead, &c->bw);
 		engine_timer_arm(e, &c->t_queue, clock_mono_us() + wait * 1000);
 		return 0;
@@ -866,7 +929,7 @@ model_step(struct call *c, const char **why)
 		return 1;
 	}
 	engine_breaker_events(e, b);
-	attempt_start(c, bidx, is_probe);
+	attempt_start(c, bidx, is_probe, targets[picked].canary);
 	return 0;
 }
 
@@ -927,8 +990,8 @@ call_step(struct call *c)
 	}
 }
 
-static char *
-gen_request_id(struct engine *e)
+char *
+call_gen_request_id(struct engine *e)
 {
 	uint64_t a = rng_u64(&e->rng), b = rng_u64(&e->rng);
 
@@ -947,7 +1010,7 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	c->e = e;
 	c->req = *cr;
 	memset(cr, 0, sizeof *cr);
-	c->request_id = c->req.request_id ? xstrdup(c->req.request_id) : gen_request_id(e);
+	c->request_id = c->req.request_id ? xstrdup(c->req.request_id) : call_gen_request_id(e);
 	c->route = c->req.route;
 	c->rt = &e->routes[c->route];
 	c->rc = c->rt->cfg;
@@ -974,6 +1037,7 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	engine_timer_arm(e, &c->t_deadline, c->budget.deadline_ms * 1000);
 
 	c->level = engine_route_level(e, c->route);
+	c->auto_start = c->rt->forced_level < 0;
 	/* Where the walk starts: the call-site gate, then the route's level.
 	 * Level 3 (async queue) is handled by the API before a call starts;
 	 * a call that gets here at level 3 walks from the rule engine. */

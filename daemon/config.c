@@ -34,9 +34,9 @@
 #include "util.h"
 #include "validate.h"
 
-#define CONFIG_MAX_FILE (16 * 1024 * 1024)
-#define CONFIG_MAX_ERRORS 100
-#define CONFIG_MAX_CAUSE (256 * 1024)
+#define CONFIG_MAX_FILE	    (16 * 1024 * 1024)
+#define CONFIG_MAX_ERRORS   100
+#define CONFIG_MAX_CAUSE    (256 * 1024)
 #define CONFIG_MAX_CHILDREN 64
 
 _Static_assert(sizeof(enum breaker_mode) == sizeof(int), "enums are stored as int");
@@ -68,7 +68,7 @@ ctx_err(struct ctx *x, const char *path, const char *fmt, ...)
 		msg = NULL;
 	va_end(ap);
 	line = xasprintf("%s: %s", *path != '\0' ? path : "(top level)",
-	    msg != NULL ? msg : "invalid");
+			 msg != NULL ? msg : "invalid");
 	ctx_line(x, line);
 	free(line);
 	free(msg);
@@ -184,7 +184,8 @@ nearest(const char *s, const char *const *cands, size_t n)
 			return cands[i];
 		d = edit_distance(s, cands[i]);
 		/* "api_key" for "api_key_env": a prefix is a near miss too. */
-		if (len >= 3 && (strncmp(s, cands[i], len) == 0 || strncmp(cands[i], s, strlen(cands[i])) == 0))
+		if (len >= 3 &&
+		    (strncmp(s, cands[i], len) == 0 || strncmp(cands[i], s, strlen(cands[i])) == 0))
 			d = 1;
 		if (d < bestd) {
 			bestd = d;
@@ -223,7 +224,8 @@ obj_get(const cJSON *obj, const char *name)
 
 	if (!cJSON_IsObject(obj))
 		return NULL;
-	cJSON_ArrayForEach(c, obj) {
+	cJSON_ArrayForEach(c, obj)
+	{
 		if (c->string != NULL && strcmp(c->string, name) == 0)
 			return c;
 	}
@@ -284,7 +286,7 @@ key_must(const char *path)
 /* Type and range of a number for row k; 0 with *v set, or reported and -EINVAL / -ERANGE. */
 static int
 key_check_number(struct ctx *x, const struct config_key *k, const cJSON *it, const char *path,
-    double *v)
+		 double *v)
 {
 	int integer = k->type == CKEY_INT || k->type == CKEY_INT64;
 	char got[128], lim[64];
@@ -292,7 +294,7 @@ key_check_number(struct ctx *x, const struct config_key *k, const cJSON *it, con
 
 	if (!cJSON_IsNumber(it)) {
 		ctx_err(x, path, "must be %s (got %s)", integer ? "an integer" : "a number",
-		    json_describe(got, sizeof got, it));
+			json_describe(got, sizeof got, it));
 		goto out;
 	}
 	*v = it->valuedouble;
@@ -306,13 +308,15 @@ key_check_number(struct ctx *x, const struct config_key *k, const cJSON *it, con
 	}
 	rc = -ERANGE;
 	if (*v < k->min) {
-		ctx_err(x, path, "must be >= %s (got %s)", num_str(lim, sizeof lim, k->min, integer),
-		    num_str(got, sizeof got, *v, integer));
+		ctx_err(x, path, "must be >= %s (got %s)",
+			num_str(lim, sizeof lim, k->min, integer),
+			num_str(got, sizeof got, *v, integer));
 		goto out;
 	}
 	if (*v > k->max) {
-		ctx_err(x, path, "must be <= %s (got %s)", num_str(lim, sizeof lim, k->max, integer),
-		    num_str(got, sizeof got, *v, integer));
+		ctx_err(x, path, "must be <= %s (got %s)",
+			num_str(lim, sizeof lim, k->max, integer),
+			num_str(got, sizeof got, *v, integer));
 		goto out;
 	}
 	rc = 0;
@@ -345,9 +349,10 @@ err_not_one_of(struct ctx *x, const char *path, const char *const *names, const 
 		near = nearest(it->valuestring, names, names_count(names));
 	if (near != NULL && strcmp(near, it->valuestring) != 0)
 		ctx_err(x, path, "must be one of %s (got %s; did you mean \"%s\"?)", b.data,
-		    json_describe(got, sizeof got, it), near);
+			json_describe(got, sizeof got, it), near);
 	else
-		ctx_err(x, path, "must be one of %s (got %s)", b.data, json_describe(got, sizeof got, it));
+		ctx_err(x, path, "must be one of %s (got %s)", b.data,
+			json_describe(got, sizeof got, it));
 	buf_free(&b);
 }
 
@@ -367,7 +372,8 @@ key_store(struct ctx *x, const struct config_key *k, const cJSON *it, const char
 	switch (k->type) {
 	case CKEY_BOOL:
 		if (!cJSON_IsBool(it)) {
-			ctx_err(x, path, "must be true or false (got %s)", json_describe(got, sizeof got, it));
+			ctx_err(x, path, "must be true or false (got %s)",
+				json_describe(got, sizeof got, it));
 			rc = -EINVAL;
 			break;
 		}
@@ -388,7 +394,8 @@ key_store(struct ctx *x, const struct config_key *k, const cJSON *it, const char
 		break;
 	case CKEY_STRING:
 		if (!cJSON_IsString(it)) {
-			ctx_err(x, path, "must be a string (got %s)", json_describe(got, sizeof got, it));
+			ctx_err(x, path, "must be a string (got %s)",
+				json_describe(got, sizeof got, it));
 			rc = -EINVAL;
 			break;
 		}
@@ -398,13 +405,13 @@ key_store(struct ctx *x, const struct config_key *k, const cJSON *it, const char
 				ctx_err(x, path, "must not be empty");
 			else
 				ctx_err(x, path, "must be at least %s bytes long (got %zu)",
-				    num_str(lim, sizeof lim, k->min, 1), len);
+					num_str(lim, sizeof lim, k->min, 1), len);
 			rc = -ERANGE;
 			break;
 		}
 		if ((double)len > k->max) {
 			ctx_err(x, path, "must be at most %s bytes long (got %zu)",
-			    num_str(lim, sizeof lim, k->max, 1), len);
+				num_str(lim, sizeof lim, k->max, 1), len);
 			rc = -ERANGE;
 			break;
 		}
@@ -465,7 +472,8 @@ keys_check(struct ctx *x, const cJSON *obj, const char *pat, const char *path)
 		if (config_key_is_child(&config_keys[i], pat))
 			names[n++] = config_key_name(&config_keys[i]);
 	}
-	cJSON_ArrayForEach(c, obj) {
+	cJSON_ArrayForEach(c, obj)
+	{
 		if (c->string == NULL)
 			continue;
 		cpath = path_join(path, c->string);
@@ -484,7 +492,8 @@ keys_check(struct ctx *x, const cJSON *obj, const char *pat, const char *path)
 				buf_init(&b, 4096);
 				for (i = 0; i < n; i++)
 					buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
-				ctx_err(x, cpath, "unknown key (known keys here: %s)", b.data ? b.data : "none");
+				ctx_err(x, cpath, "unknown key (known keys here: %s)",
+					b.data ? b.data : "none");
 				buf_free(&b);
 			}
 		}
@@ -493,12 +502,13 @@ keys_check(struct ctx *x, const cJSON *obj, const char *pat, const char *path)
 	}
 }
 
-static void walk_object(struct ctx *x, const cJSON *obj, const char *pat, const char *path, void *base);
+static void walk_object(struct ctx *x, const cJSON *obj, const char *pat, const char *path,
+			void *base);
 
 /* A nested object row: recurse with the same base; sections set their flag. */
 static void
 walk_child_object(struct ctx *x, const struct config_key *k, const cJSON *it, const char *path,
-    void *base)
+		  void *base)
 {
 	bool *flag = NULL;
 	char got[128];
@@ -553,7 +563,7 @@ walk_object(struct ctx *x, const cJSON *obj, const char *pat, const char *path, 
  */
 static int
 array_walk(struct ctx *x, const cJSON *arr, const char *pat, const char *path, size_t elem_size,
-    void **out)
+	   void **out)
 {
 	const cJSON *el;
 	char *epat = NULL, *epath, got[128];
@@ -572,11 +582,14 @@ array_walk(struct ctx *x, const cJSON *arr, const char *pat, const char *path, s
 		goto out;
 	epat = xasprintf("%s[]", pat);
 	v = xcalloc((size_t)n, elem_size);
-	cJSON_ArrayForEach(el, arr) {
+	cJSON_ArrayForEach(el, arr)
+	{
 		epath = path_index(path, i);
 		if (!cJSON_IsObject(el))
-			ctx_err(x, epath, "must be an object (got %s)", json_describe(got, sizeof got, el));
-		walk_object(x, cJSON_IsObject(el) ? el : NULL, epat, epath, v + (size_t)i * elem_size);
+			ctx_err(x, epath, "must be an object (got %s)",
+				json_describe(got, sizeof got, el));
+		walk_object(x, cJSON_IsObject(el) ? el : NULL, epat, epath,
+			    v + (size_t)i * elem_size);
 		free(epath);
 		i++;
 	}
@@ -592,16 +605,17 @@ name_check(struct ctx *x, const char *path, const char *s)
 {
 	char got[160];
 
-	if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != strlen(s))
+	if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+	    strlen(s))
 		ctx_err(x, path, "must hold only letters, digits, \".\", \"_\" and \"-\" (got %s)",
-		    quote(got, sizeof got, s));
+			quote(got, sizeof got, s));
 }
 
+/* The value is not echoed: a URL may carry user:password@. */
 static void
 url_check(struct ctx *x, const char *path, const char *s)
 {
 	const char *p, *rest = NULL;
-	char got[160];
 
 	if (strncmp(s, "http://", 7) == 0)
 		rest = s + 7;
@@ -612,7 +626,7 @@ url_check(struct ctx *x, const char *path, const char *s)
 			rest = NULL;
 	}
 	if (rest == NULL || *rest == '\0' || *rest == '/')
-		ctx_err(x, path, "must be an http:// or https:// URL (got %s)", quote(got, sizeof got, s));
+		ctx_err(x, path, "must be an http:// or https:// URL with a host, without spaces");
 }
 
 static void
@@ -631,8 +645,8 @@ backend_resolve(struct ctx *x, const struct config *c, const char *path, const c
 		names[i] = c->backends[i].name;
 	near = nearest(name, names, (size_t)c->nbackends);
 	if (near != NULL)
-		ctx_err(x, path, "unknown backend %s (did you mean \"%s\"?)", quote(got, sizeof got, name),
-		    near);
+		ctx_err(x, path, "unknown backend %s (did you mean \"%s\"?)",
+			quote(got, sizeof got, name), near);
 	else
 		ctx_err(x, path, "unknown backend %s", quote(got, sizeof got, name));
 	free(names);
@@ -664,17 +678,18 @@ listen_parse(struct ctx *x, struct config *c)
 			goto bad;
 		host = xstrndup(s, (size_t)(colon - s));
 		if (strchr(host, ':') != NULL) {
-			ctx_err(x, "listen", "IPv6 addresses go in brackets, e.g. \"[::1]:7700\" (got %s)",
-			    quote(got, sizeof got, s));
+			ctx_err(x, "listen",
+				"IPv6 addresses go in brackets, e.g. \"[::1]:7700\" (got %s)",
+				quote(got, sizeof got, s));
 			goto out;
 		}
 		if (strcmp(host, "localhost") != 0 && inet_pton(AF_INET, host, &a4) != 1)
 			goto bad;
 	}
-	if (parse_int64(colon + 1, &port) != 0 || colon[1] == '+' || colon[1] == '-' || port < 0 ||
+	if (colon[1] < '0' || colon[1] > '9' || parse_int64(colon + 1, &port) != 0 ||
 	    port > 65535) {
 		ctx_err(x, "listen", "port must be an integer 0..65535 (got %s)",
-		    quote(got, sizeof got, colon + 1));
+			quote(got, sizeof got, colon + 1));
 		goto out;
 	}
 	c->listen_host = host;
@@ -683,8 +698,8 @@ listen_parse(struct ctx *x, struct config *c)
 	goto out;
 bad:
 	ctx_err(x, "listen",
-	    "must be \"host:port\" with an IPv4 address, [IPv6 address] or localhost (got %s)",
-	    quote(got, sizeof got, s));
+		"must be \"host:port\" with an IPv4 address, [IPv6 address] or localhost (got %s)",
+		quote(got, sizeof got, s));
 out:
 	free(host);
 }
@@ -733,8 +748,9 @@ webhook_load(struct ctx *x, const cJSON *root, struct config *c)
 		if (c->alertmanager_url != NULL)
 			url_check(x, "alert_webhook.alertmanager", c->alertmanager_url);
 	} else {
-		ctx_err(x, "alert_webhook", "must be null, a URL or {\"alertmanager\": URL} (got %s)",
-		    json_describe(got, sizeof got, it));
+		ctx_err(x, "alert_webhook",
+			"must be null, a URL or {\"alertmanager\": URL} (got %s)",
+			json_describe(got, sizeof got, it));
 	}
 }
 
@@ -745,8 +761,8 @@ header_name_ok(const char *s)
 	if (*s == '\0')
 		return false;
 	for (; *s != '\0'; s++) {
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-			strchr("!#$%&'*+-.^_`|~", *s) != NULL))
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || strchr("!#$%&'*+-.^_`|~", *s) != NULL))
 			return false;
 	}
 	return true;
@@ -764,17 +780,19 @@ headers_load(struct ctx *x, const cJSON *obj, const char *path, struct backend_c
 	hpath = path_join(path, "headers");
 	if (!cJSON_IsObject(it)) {
 		ctx_err(x, hpath, "must be an object of header names to strings (got %s)",
-		    json_describe(got, sizeof got, it));
+			json_describe(got, sizeof got, it));
 		goto out;
 	}
 	n = cJSON_GetArraySize(it);
 	b->headers = xcalloc((size_t)n + 1, sizeof *b->headers);
-	cJSON_ArrayForEach(h, it) {
+	cJSON_ArrayForEach(h, it)
+	{
 		p = path_join(hpath, h->string);
 		if (!header_name_ok(h->string)) {
 			ctx_err(x, p, "not a valid HTTP header name");
 		} else if (!cJSON_IsString(h)) {
-			ctx_err(x, p, "must be a string (got %s)", json_describe(got, sizeof got, h));
+			ctx_err(x, p, "must be a string (got %s)",
+				json_describe(got, sizeof got, h));
 		} else if (strpbrk(h->valuestring, "\r\n") != NULL) {
 			ctx_err(x, p, "must not hold CR or LF");
 		} else {
@@ -799,6 +817,8 @@ out:
 static void
 backends_load(struct ctx *x, const cJSON *root, struct config *c)
 {
+	static const char env_chars[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_";
 	const cJSON *arr = obj_get(root, "backends"), *el;
 	struct backend_cfg *b;
 	const char *p;
@@ -810,16 +830,19 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 	c->backends = v;
 	if (cJSON_IsArray(arr) && c->nbackends == 0)
 		ctx_err(x, "backends", "at least one backend is required");
-	for (i = 0, el = cJSON_IsArray(arr) ? arr->child : NULL; i < c->nbackends; i++, el = el->next) {
+	for (i = 0, el = cJSON_IsArray(arr) ? arr->child : NULL; i < c->nbackends;
+	     i++, el = el->next) {
 		b = &c->backends[i];
 		path = path_index("backends", i);
 		fpath = path_join(path, "name");
 		if (b->name != NULL) {
 			name_check(x, fpath, b->name);
 			for (j = 0; j < i; j++) {
-				if (c->backends[j].name != NULL && strcmp(c->backends[j].name, b->name) == 0) {
-					ctx_err(x, fpath, "duplicate backend name %s (also backends[%d])",
-					    quote(got, sizeof got, b->name), j);
+				if (c->backends[j].name != NULL &&
+				    strcmp(c->backends[j].name, b->name) == 0) {
+					ctx_err(x, fpath,
+						"duplicate backend name %s (also backends[%d])",
+						quote(got, sizeof got, b->name), j);
 					break;
 				}
 			}
@@ -832,12 +855,13 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 		}
 		if (b->api_key_env != NULL) {
 			p = b->api_key_env;
-			if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_') ||
-			    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") !=
-				strlen(p)) {
+			if ((*p >= '0' && *p <= '9') || strspn(p, env_chars) != strlen(p)) {
 				fpath = path_join(path, "api_key_env");
-				ctx_err(x, fpath, "must be an environment variable name (got %s)",
-				    quote(got, sizeof got, p));
+				/* The value is not echoed: it may be the key itself. */
+				ctx_err(x, fpath,
+					"must name an environment variable (letters, digits, "
+					"\"_\"), "
+					"e.g. \"DEEPSEEK_API_KEY\", not hold the key");
 				free(fpath);
 			}
 		}
@@ -850,7 +874,7 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 /* Load a target list (primary or backup) and resolve its backends. */
 static void
 targets_load(struct ctx *x, const cJSON *arr, const char *pat, const char *path,
-    const struct config *c, struct target_cfg **out, int *nout)
+	     const struct config *c, struct target_cfg **out, int *nout)
 {
 	struct target_cfg *t;
 	char *epath, *fpath, got[160];
@@ -875,7 +899,7 @@ targets_load(struct ctx *x, const cJSON *arr, const char *pat, const char *path,
 		for (j = 0; j < i; j++) {
 			if (t[j].backend != NULL && strcmp(t[j].backend, t[i].backend) == 0) {
 				ctx_err(x, fpath, "backend %s listed twice (also %s[%d])",
-				    quote(got, sizeof got, t[i].backend), path, j);
+					quote(got, sizeof got, t[i].backend), path, j);
 				break;
 			}
 		}
@@ -907,49 +931,56 @@ static void
 retry_on_load(struct ctx *x, const cJSON *retry, const char *path, struct retry_cfg *rc)
 {
 	const struct config_key *k = key_must("routes[].retry.retry_on");
-	const char *names[OUTCOME__COUNT], *near;
+	const char *names[OUTCOME__COUNT], *near, *retryable;
 	const cJSON *it, *el;
 	cJSON *tmp = NULL;
 	char *p = NULL, *ep, got[160];
+	struct buf rb;
 	enum outcome o;
 	int i, n = 0;
+
+	buf_init(&rb, 1024);
 
 	for (i = 0; i < OUTCOME__COUNT; i++) {
 		if (outcome_retryable((enum outcome)i))
 			names[n++] = outcome_name((enum outcome)i);
 	}
+	for (i = 0; i < n; i++)
+		buf_printf(&rb, "%s%s", i > 0 ? ", " : "", names[i]);
+	retryable = rb.data;
 	it = item_or_default(retry, k, &tmp);
 	p = path_join(path, "retry_on");
 	rc->retry_on = 0;
 	if (!cJSON_IsArray(it)) {
 		ctx_err(x, p, "must be an array of outcome classes (got %s)",
-		    json_describe(got, sizeof got, it));
+			json_describe(got, sizeof got, it));
 		goto out;
 	}
 	i = 0;
-	cJSON_ArrayForEach(el, it) {
+	cJSON_ArrayForEach(el, it)
+	{
 		ep = path_index(p, i++);
 		if (!cJSON_IsString(el)) {
-			ctx_err(x, ep, "must be a string (got %s)", json_describe(got, sizeof got, el));
+			ctx_err(x, ep, "must be a string (got %s)",
+				json_describe(got, sizeof got, el));
 		} else if (outcome_parse(el->valuestring, &o) != 0) {
 			near = nearest(el->valuestring, names, (size_t)n);
 			if (near != NULL)
 				ctx_err(x, ep, "unknown outcome class %s (did you mean \"%s\"?)",
-				    quote(got, sizeof got, el->valuestring), near);
+					quote(got, sizeof got, el->valuestring), near);
 			else
 				ctx_err(x, ep, "unknown outcome class %s",
-				    quote(got, sizeof got, el->valuestring));
+					quote(got, sizeof got, el->valuestring));
 		} else if (!outcome_retryable(o)) {
-			ctx_err(x, ep,
-			    "%s is never retried: only transport classes are (connect_error, reset, "
-			    "first_byte_timeout, total_timeout, http_5xx, http_429, invalid_response)",
-			    quote(got, sizeof got, el->valuestring));
+			ctx_err(x, ep, "%s is never retried: only transport classes are (%s)",
+				quote(got, sizeof got, el->valuestring), retryable);
 		} else {
 			rc->retry_on |= OUTCOME_BIT(o);
 		}
 		free(ep);
 	}
 out:
+	buf_free(&rb);
 	free(p);
 	cJSON_Delete(tmp);
 }
@@ -973,7 +1004,8 @@ retry_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg
 	} else if (cJSON_IsNumber(it)) {
 		key_store(x, k, it, p, r);
 	} else {
-		ctx_err(x, p, "must be a number 0..1 or \"full\" (got %s)", json_describe(got, sizeof got, it));
+		ctx_err(x, p, "must be a number 0..1 or \"full\" (got %s)",
+			json_describe(got, sizeof got, it));
 	}
 	retry_on_load(x, retry, rpath, &r->retry);
 	free(p);
@@ -989,7 +1021,8 @@ timeout_check(struct ctx *x, const cJSON *route, const char *path, struct route_
 
 	tpath = path_join(path, "timeout");
 	if (r->timeout.mode == TIMEOUT_FIXED && cJSON_IsObject(t)) {
-		cJSON_ArrayForEach(c, t) {
+		cJSON_ArrayForEach(c, t)
+		{
 			if (c->string == NULL || strcmp(c->string, "mode") == 0)
 				continue;
 			p = xasprintf("routes[].timeout.%s", c->string);
@@ -1004,7 +1037,7 @@ timeout_check(struct ctx *x, const cJSON *route, const char *path, struct route_
 	if (r->timeout.mode == TIMEOUT_DYNAMIC && r->timeout.min_ms > r->timeout.max_ms) {
 		p = path_join(tpath, "min_ms");
 		ctx_err(x, p, "must be <= max_ms (%d) (got %s)", r->timeout.max_ms,
-		    num_str(got, sizeof got, r->timeout.min_ms, 1));
+			num_str(got, sizeof got, r->timeout.min_ms, 1));
 		free(p);
 	}
 	free(tpath);
@@ -1047,7 +1080,7 @@ object_copy(struct ctx *x, const cJSON *obj, const char *key, const char *path)
 
 static void
 backup_load(struct ctx *x, const cJSON *route, const char *path, const struct config *c,
-    struct route_cfg *r)
+	    struct route_cfg *r)
 {
 	const cJSON *b = obj_get(route, "backup");
 	char *bpath, *p;
@@ -1058,12 +1091,12 @@ backup_load(struct ctx *x, const cJSON *route, const char *path, const struct co
 	bpath = path_join(path, "backup");
 	p = path_join(bpath, "targets");
 	targets_load(x, obj_get(b, "targets"), "routes[].backup.targets", p, c, &r->backup.targets,
-	    &r->backup.ntargets);
+		     &r->backup.ntargets);
 	free(p);
 	r->backup.has_temperature = cJSON_IsNumber(obj_get(b, "temperature"));
 	p = path_join(bpath, "few_shot");
 	r->backup.nfew_shot = array_walk(x, obj_get(b, "few_shot"), "routes[].backup.few_shot", p,
-	    sizeof *r->backup.few_shot, &v);
+					 sizeof *r->backup.few_shot, &v);
 	r->backup.few_shot = v;
 	free(p);
 	free(bpath);
@@ -1082,7 +1115,9 @@ schema_sep(const char *line)
 
 	if (*line == ':' || *line == '[')
 		return "";
-	if (n > 0 && strspn(line, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]-$") == n)
+	if (n > 0 &&
+	    strspn(line, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.[]-$") ==
+		    n)
 		return ".";
 	return ": ";
 }
@@ -1133,7 +1168,8 @@ output_load(struct ctx *x, const cJSON *route, const char *path, struct route_cf
 		schema_compile(x, opath, oc);
 
 	apath = path_join(opath, "deny");
-	oc->ndeny = array_walk(x, obj_get(o, "deny"), "routes[].output.deny", apath, sizeof *oc->deny, &v);
+	oc->ndeny = array_walk(x, obj_get(o, "deny"), "routes[].output.deny", apath,
+			       sizeof *oc->deny, &v);
 	oc->deny = v;
 	for (i = 0; i < oc->ndeny; i++) {
 		ep = path_index(apath, i);
@@ -1172,14 +1208,17 @@ match_any_load(struct ctx *x, const cJSON *any, const char *path, struct rule_ma
 
 	if (!cJSON_IsArray(any) || (n = cJSON_GetArraySize(any)) == 0) {
 		ctx_err(x, path, "must be a non-empty array of keywords (got %s)",
-		    cJSON_IsArray(any) ? "an empty array" : json_describe(got, sizeof got, any));
+			cJSON_IsArray(any) ? "an empty array"
+					   : json_describe(got, sizeof got, any));
 		return;
 	}
 	m->any = xcalloc((size_t)n, sizeof *m->any);
-	cJSON_ArrayForEach(el, any) {
+	cJSON_ArrayForEach(el, any)
+	{
 		if (!cJSON_IsString(el) || *el->valuestring == '\0') {
 			ep = path_index(path, i);
-			ctx_err(x, ep, "must be a non-empty string (got %s)", json_describe(got, sizeof got, el));
+			ctx_err(x, ep, "must be a non-empty string (got %s)",
+				json_describe(got, sizeof got, el));
 			free(ep);
 		} else {
 			m->any[m->nany++] = s = xstrdup(el->valuestring);
@@ -1253,7 +1292,7 @@ preset_load(struct ctx *x, const cJSON *route, const char *path, struct route_cf
 
 static void
 cross_check_load(struct ctx *x, const cJSON *route, const char *path, const struct config *c,
-    struct route_cfg *r)
+		 struct route_cfg *r)
 {
 	const struct config_key *k = key_must("routes[].cross_check.compare");
 	struct cross_check_cfg *cc = &r->cross_check;
@@ -1262,10 +1301,10 @@ cross_check_load(struct ctx *x, const cJSON *route, const char *path, const stru
 	char *cpath, *p, *ep, got[128];
 	int i = 0, n;
 
+	cc->backend_idx = -1;
 	if (!cc->enabled)
 		return;
 	cpath = path_join(path, "cross_check");
-	cc->backend_idx = -1;
 	if (cc->backend != NULL) {
 		p = path_join(cpath, "backend");
 		backend_resolve(x, c, p, cc->backend, &cc->backend_idx);
@@ -1274,14 +1313,16 @@ cross_check_load(struct ctx *x, const cJSON *route, const char *path, const stru
 	it = item_or_default(obj_get(route, "cross_check"), k, &tmp);
 	p = path_join(cpath, "compare");
 	if (!cJSON_IsArray(it)) {
-		ctx_err(x, p, "must be an array of field names (got %s)", json_describe(got, sizeof got, it));
+		ctx_err(x, p, "must be an array of field names (got %s)",
+			json_describe(got, sizeof got, it));
 	} else if ((n = cJSON_GetArraySize(it)) > 0) {
 		cc->compare = xcalloc((size_t)n, sizeof *cc->compare);
-		cJSON_ArrayForEach(el, it) {
+		cJSON_ArrayForEach(el, it)
+		{
 			if (!cJSON_IsString(el) || *el->valuestring == '\0') {
 				ep = path_index(p, i);
 				ctx_err(x, ep, "must be a non-empty string (got %s)",
-				    json_describe(got, sizeof got, el));
+					json_describe(got, sizeof got, el));
 				free(ep);
 			} else {
 				cc->compare[cc->ncompare++] = xstrdup(el->valuestring);
@@ -1305,8 +1346,8 @@ slo_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *
 	if (!s->enabled)
 		return;
 	apath = path_join(path, "slo.alerts");
-	s->nalerts = array_walk(x, obj_get(obj_get(route, "slo"), "alerts"), "routes[].slo.alerts", apath,
-	    sizeof *s->alerts, &v);
+	s->nalerts = array_walk(x, obj_get(obj_get(route, "slo"), "alerts"), "routes[].slo.alerts",
+				apath, sizeof *s->alerts, &v);
 	s->alerts = v;
 	for (i = 0; i < s->nalerts; i++) {
 		if (s->alerts[i].name == NULL)
@@ -1315,9 +1356,10 @@ slo_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *
 		fp = path_join(ep, "name");
 		name_check(x, fp, s->alerts[i].name);
 		for (j = 0; j < i; j++) {
-			if (s->alerts[j].name != NULL && strcmp(s->alerts[j].name, s->alerts[i].name) == 0) {
+			if (s->alerts[j].name != NULL &&
+			    strcmp(s->alerts[j].name, s->alerts[i].name) == 0) {
 				ctx_err(x, fp, "duplicate alert name %s (also %s[%d])",
-				    quote(got, sizeof got, s->alerts[i].name), apath, j);
+					quote(got, sizeof got, s->alerts[i].name), apath, j);
 				break;
 			}
 		}
@@ -1341,7 +1383,7 @@ route_load(struct ctx *x, const cJSON *el, int i, struct config *c)
 		for (j = 0; j < i; j++) {
 			if (c->routes[j].name != NULL && strcmp(c->routes[j].name, r->name) == 0) {
 				ctx_err(x, p, "duplicate route name %s (also routes[%d])",
-				    quote(got, sizeof got, r->name), j);
+					quote(got, sizeof got, r->name), j);
 				break;
 			}
 		}
@@ -1349,13 +1391,15 @@ route_load(struct ctx *x, const cJSON *el, int i, struct config *c)
 	}
 	if (r->budget_ms > 0 && r->min_attempt_ms > r->budget_ms) {
 		p = path_join(path, "min_attempt_ms");
-		ctx_err(x, p, "must be <= budget_ms (%d) (got %d)", r->budget_ms, r->min_attempt_ms);
+		ctx_err(x, p, "must be <= budget_ms (%d) (got %d)", r->budget_ms,
+			r->min_attempt_ms);
 		free(p);
 	}
 	if (!cJSON_IsObject(el))
 		el = NULL;
 	p = path_join(path, "targets");
-	targets_load(x, obj_get(el, "targets"), "routes[].targets", p, c, &r->targets, &r->ntargets);
+	targets_load(x, obj_get(el, "targets"), "routes[].targets", p, c, &r->targets,
+		     &r->ntargets);
 	free(p);
 	timeout_check(x, el, path, r);
 	retry_load(x, el, path, r);
@@ -1414,7 +1458,8 @@ static int scan_value(struct scan *sc);
 static void
 scan_ws(struct scan *sc)
 {
-	while (sc->off < sc->len && strchr(" \t\r\n", sc->s[sc->off]) != NULL && sc->s[sc->off] != '\0')
+	while (sc->off < sc->len && strchr(" \t\r\n", sc->s[sc->off]) != NULL &&
+	       sc->s[sc->off] != '\0')
 		sc->off++;
 }
 
@@ -1454,7 +1499,8 @@ scan_string(struct scan *sc)
 			if (ch == 'u') {
 				for (i = 1; i <= 4; i++) {
 					if (sc->off + (size_t)i >= sc->len ||
-					    strchr("0123456789abcdefABCDEF", sc->s[sc->off + (size_t)i]) == NULL ||
+					    strchr("0123456789abcdefABCDEF",
+						   sc->s[sc->off + (size_t)i]) == NULL ||
 					    sc->s[sc->off + (size_t)i] == '\0') {
 						sc->off += (size_t)i;
 						return scan_fail(sc, "\\u needs four hex digits");
@@ -1518,8 +1564,8 @@ scan_container(struct scan *sc, char close)
 		scan_ws(sc);
 		if (sc->off < sc->len && sc->s[sc->off] == close) {
 			if (!first)
-				return scan_fail(sc, close == '}' ? "trailing comma before '}'" :
-								    "trailing comma before ']'");
+				return scan_fail(sc, close == '}' ? "trailing comma before '}'"
+								  : "trailing comma before ']'");
 			break;
 		}
 		if (close == '}') {
@@ -1575,7 +1621,8 @@ scan_value(struct scan *sc)
 			return 0;
 		}
 	}
-	return scan_fail(sc, "expected a value (object, array, string, number, true, false or null)");
+	return scan_fail(sc,
+			 "expected a value (object, array, string, number, true, false or null)");
 }
 
 /* NULL when text is strict JSON, else "NAME:LINE:COL: invalid JSON: problem". */
@@ -1608,7 +1655,7 @@ syntax_check(const char *name, const char *text, size_t len)
 
 static int
 config_parse(const char *text, size_t len, const char *name, const char *path, const char *dir,
-    struct config **out, char **cause)
+	     struct config **out, char **cause)
 {
 	struct config *c = NULL;
 	cJSON *root = NULL;
@@ -1636,7 +1683,8 @@ config_parse(const char *text, size_t len, const char *name, const char *path, c
 	c->path = path != NULL ? xstrdup(path) : NULL;
 	c->dir = xstrdup(dir);
 	if (!cJSON_IsObject(root))
-		ctx_err(&x, "", "must be a JSON object (got %s)", json_describe(got, sizeof got, root));
+		ctx_err(&x, "", "must be a JSON object (got %s)",
+			json_describe(got, sizeof got, root));
 	else
 		root_load(&x, root, c);
 	if (x.nerr > 0) {
@@ -1708,7 +1756,8 @@ config_load(const char *path, struct config **out, char **cause)
 		if (buf_append(&data, chunk, (size_t)n) != 0) {
 			rc = CONFIG_E_IO;
 			if (cause != NULL)
-				*cause = xasprintf("%s: larger than %d bytes", path, CONFIG_MAX_FILE);
+				*cause = xasprintf("%s: larger than %d bytes", path,
+						   CONFIG_MAX_FILE);
 			goto out;
 		}
 	}
@@ -1876,7 +1925,7 @@ reference_range(struct buf *b, const struct config_key *k)
 
 	if (k->type == CKEY_INT || k->type == CKEY_INT64 || k->type == CKEY_NUMBER) {
 		buf_printf(b, ", %s..%s", num_str(lo, sizeof lo, k->min, integer),
-		    num_str(hi, sizeof hi, k->max, integer));
+			   num_str(hi, sizeof hi, k->max, integer));
 	}
 	if (k->names != NULL) {
 		buf_puts(b, ", one of ");
@@ -1895,7 +1944,7 @@ config_print_reference(FILE *fp)
 	      "array index. Durations are integers (unit shown), rates are fractions 0..1.\n"
 	      "Optional sections are off when absent; their keys' defaults apply when they\n"
 	      "are present. Unknown keys are errors.\n\n",
-	    fp);
+	      fp);
 	buf_init(&b, 16384);
 	for (i = 0; i < config_nkeys; i++) {
 		k = &config_keys[i];

@@ -23,7 +23,10 @@
 #include "call.h"
 #include "clock.h"
 #include "idem.h"
+#include "jobs.h"
 #include "log.h"
+#include "notify.h"
+#include "obs.h"
 #include "util.h"
 
 #define CRON_MS 1000
@@ -91,6 +94,22 @@ engine_event(struct engine *e, const char *kind, const char *subject, const char
 	struct store_val v[] = { SVI(clock_wall_ms()), SVT(kind), SVT(subject), SVT(detail) };
 
 	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
+}
+
+void
+engine_route_escalation_events(struct engine *e, struct route_rt *rt)
+{
+	if (rt->esc.changes == rt->seen_esc_changes)
+		return;
+	rt->seen_esc_changes = rt->esc.changes;
+	rt->auto_level = rt->esc.level;
+	log_info("escalation", "route %s: %s", rt->cfg->name, rt->esc.last_reason);
+	{
+		char detail[200];
+
+		snprintf(detail, sizeof detail, "%s; actor escalation", rt->esc.last_reason);
+		engine_event(e, "level", rt->cfg->name, detail);
+	}
 }
 
 void
@@ -183,9 +202,15 @@ cron_fire(struct timer *t, void *arg)
 		breaker_state(&e->backends[i].breaker, now);
 		engine_breaker_events(e, &e->backends[i]);
 	}
-	for (i = 0; i < e->nroutes; i++)
+	for (i = 0; i < e->nroutes; i++) {
+		struct route_rt *rt = &e->routes[i];
+
+		escalation_tick(&rt->esc, &rt->cfg->escalation, now);
+		engine_route_escalation_events(e, rt);
 		engine_route_level(e, i);
+	}
 	idem_expire(e->idem, clock_wall_ms());
+	obs_tick(e->obs, clock_wall_ms());
 	timerheap_arm(&e->timers, &e->cron_timer, clock_mono_us() + CRON_MS * 1000);
 }
 
@@ -343,6 +368,7 @@ engine_create(const struct config *cfg, struct store *st, struct engine **out, c
 
 		rt->cfg = &cfg->routes[i];
 		rt->forced_level = -1;
+		escalation_init(&rt->esc, clock_mono_ms());
 		retry_budget_init(&rt->rbudget);
 		rt->weights = xcalloc((size_t)MAX(rt->cfg->ntargets, 1), sizeof *rt->weights);
 		for (j = 0; j < rt->cfg->ntargets; j++)
@@ -370,8 +396,19 @@ engine_create(const struct config *cfg, struct store *st, struct engine **out, c
 	e->cache = cache_new(100000);
 	cache_set_route_names(e->cache, e->route_names, cfg->nroutes);
 	cache_load(e->cache, rd, clock_wall_ms() - (int64_t)max_ttl * 1000);
+	r = obs_new(cfg, st, rd, clock_wall_ms(), &e->obs, cause);
+	if (r != 0)
+		goto out;
+	r = notify_new(4096, &e->notify);
+	if (r != 0) {
+		*cause = xasprintf("notify: %s", strerror(-r));
+		goto out;
+	}
 	e->reader = rd;
 	rd = NULL;
+	r = jobs_new(e, &e->jobs, cause);
+	if (r != 0)
+		goto out;
 	*out = e;
 	e = NULL;
 out:
@@ -436,6 +473,9 @@ engine_free(struct engine *e)
 	free(e->routes);
 	idem_free(e->idem);
 	cache_free(e->cache);
+	jobs_free(e->jobs);
+	obs_free(e->obs);
+	notify_free(e->notify, 1000);
 	store_reader_close(e->reader);
 	free(e->route_names);
 	timerheap_free(&e->timers);

@@ -16,6 +16,7 @@
 #include "breaker.h"
 #include "bulkhead.h"
 #include "config.h"
+#include "escalation.h"
 #include "health.h"
 #include "retry.h"
 #include "rng.h"
@@ -26,6 +27,9 @@ struct call;
 struct engine;
 struct idem;
 struct cache;
+struct obs;
+struct notify;
+struct jobs;
 
 /* Runtime state of one backend (breaker, bulkhead, health). */
 struct backend_rt {
@@ -45,7 +49,9 @@ struct route_rt {
 	char *forced_actor;
 	char *forced_reason;
 	int64_t forced_until_wall; /* 0: no TTL */
-	int auto_level;
+	int auto_level;	       /* == esc.level, kept for readers */
+	struct escalation esc; /* the auto level's state machine */
+	uint64_t seen_esc_changes;
 	struct retry_budget rbudget;
 	int *weights; /* live weights of cfg->targets (operator / canary guard) */
 	uint64_t calls;
@@ -92,6 +98,9 @@ struct engine {
 	struct idem *idem;
 	struct cache *cache;
 	struct store_reader *reader; /* engine thread's read connection */
+	struct obs *obs;	     /* SLO counters, metrics, alerts */
+	struct notify *notify;	     /* webhook / callback delivery thread */
+	struct jobs *jobs;	     /* the L3 async queue */
 	const char **route_names;
 	int inflight;	      /* calls admitted and not answered */
 	struct call *calls;   /* live calls (doubly linked) */
@@ -122,5 +131,7 @@ int engine_route_index(const struct engine *e, const char *name);
 int engine_route_level(struct engine *e, int i);
 /* Emit breaker transition events for backend b if its breaker moved. */
 void engine_breaker_events(struct engine *e, struct backend_rt *b);
+/* Sync rt->auto_level with its state machine; emits the "level" event of a change. */
+void engine_route_escalation_events(struct engine *e, struct route_rt *rt);
 /* Write an events row (async). */
 void engine_event(struct engine *e, const char *kind, const char *subject, const char *detail);

@@ -23,8 +23,8 @@
 
 #include "util.h"
 
-#define TOKENS_MAX_FILE (1024 * 1024)
-#define TOKENS_MAX_LINE 4096
+#define TOKENS_MAX_FILE	 (1024 * 1024)
+#define TOKENS_MAX_LINE	 4096
 #define TOKENS_MAX_CAUSE (64 * 1024)
 
 static const char *const role_names[] = {
@@ -131,14 +131,14 @@ cause_add(struct buf *b, int lineno, const char *fmt, ...)
 		msg = NULL;
 	va_end(ap);
 	buf_printf(b, "%sline %d: %s", b->len > 0 ? "\n" : "", lineno,
-	    msg != NULL ? msg : "invalid line");
+		   msg != NULL ? msg : "invalid line");
 	free(msg);
 }
 
 /* Parse one non-comment line into tok; 0 or -EINVAL with a message in errs. */
 static int
-line_parse(const char *s, const char *end, int lineno, const struct tokens *t,
-    const int *linenos, struct token *tok, struct buf *errs)
+line_parse(const char *s, const char *end, int lineno, const struct tokens *t, const int *linenos,
+	   struct token *tok, struct buf *errs)
 {
 	const char *ftok, *frole, *fname, *fextra, *p = s;
 	size_t ntok, nrole, nname, nextra;
@@ -152,23 +152,20 @@ line_parse(const char *s, const char *end, int lineno, const struct tokens *t,
 	nextra = field_next(&p, end, &fextra);
 	if (nrole == 0 || nname == 0 || nextra != 0) {
 		cause_add(errs, lineno, "expected \"<token> <role> <name>\" (%s)",
-		    nextra != 0 ? "more than three fields" : "fewer than three fields");
+			  nextra != 0 ? "more than three fields" : "fewer than three fields");
 		goto out;
 	}
 	if (!token_chars_ok(ftok, ntok)) {
 		cause_add(errs, lineno, "%s", "token holds a control or non-ASCII byte");
 		goto out;
 	}
-	if (nrole >= sizeof role || !token_chars_ok(frole, nrole)) {
-		cause_add(errs, lineno, "%s",
-		    "unknown role (expected caller, viewer or operator)");
-		goto out;
-	}
-	memcpy(role, frole, nrole);
-	role[nrole] = '\0';
+	/* The role's text is not echoed: on a misordered line it may be the secret. */
+	memset(role, 0, sizeof role);
+	if (nrole < sizeof role)
+		memcpy(role, frole, nrole);
 	if (role_parse(role, &r) != 0) {
-		cause_add(errs, lineno,
-		    "unknown role \"%s\" (expected caller, viewer or operator)", role);
+		cause_add(errs, lineno, "%s",
+			  "second field is not a role (expected caller, viewer or operator)");
 		goto out;
 	}
 	if (!name_chars_ok(fname, nname)) {
@@ -186,6 +183,7 @@ line_parse(const char *s, const char *end, int lineno, const struct tokens *t,
 	tok->name = xstrndup(fname, nname);
 	rc = 0;
 out:
+	explicit_bzero(role, sizeof role);
 	return rc;
 }
 
@@ -211,7 +209,8 @@ tokens_parse(const char *text, struct tokens **out, char **cause)
 		while (p < end && (*p == ' ' || *p == '\t'))
 			p++;
 		if (end - s > TOKENS_MAX_LINE) {
-			cause_add(&errs, lineno, "line too long (more than %d bytes)", TOKENS_MAX_LINE);
+			cause_add(&errs, lineno, "line too long (more than %d bytes)",
+				  TOKENS_MAX_LINE);
 		} else if (p < end && *p != '#') {
 			memset(&tok, 0, sizeof tok);
 			if (line_parse(p, end, lineno, t, linenos, &tok, &errs) == 0) {
@@ -296,7 +295,7 @@ tokens_load(const char *path, struct tokens **out, char **cause)
 		if (cause != NULL)
 			*cause = xasprintf("%s: mode %04o lets group/others access the tokens "
 					   "file; fix with: chmod 600 %s",
-			    path, (unsigned)(st.st_mode & 07777), path);
+					   path, (unsigned)(st.st_mode & 07777), path);
 		goto out;
 	}
 	for (;;) {
@@ -320,7 +319,8 @@ tokens_load(const char *path, struct tokens **out, char **cause)
 		if (buf_append(&data, chunk, (size_t)n) != 0) {
 			rc = -E2BIG;
 			if (cause != NULL)
-				*cause = xasprintf("%s: larger than %d bytes", path, TOKENS_MAX_FILE);
+				*cause = xasprintf("%s: larger than %d bytes", path,
+						   TOKENS_MAX_FILE);
 			goto out;
 		}
 	}

@@ -41,8 +41,11 @@ cfg(const char *top, const char *backend, const char *route)
 		buf_puts(&b, "\"name\": \"b1\", ");
 	if (strncmp(backend, ", \"url\"", 7) != 0)
 		buf_puts(&b, "\"url\": \"" URL1 "\", ");
-	buf_printf(&b, "\"model\": \"m\"%s}, {\"name\": \"small-v1\", \"url\": \"" URL2 "\", \"model\": \"s\"}],"
-		       " \"routes\": [{", backend);
+	buf_printf(&b,
+		   "\"model\": \"m\"%s}, {\"name\": \"small-v1\", \"url\": \"" URL2
+		   "\", \"model\": \"s\"}],"
+		   " \"routes\": [{",
+		   backend);
 	if (!rname) {
 		buf_puts(&b, "\"name\": \"r1\"");
 		sep = ", ";
@@ -58,8 +61,8 @@ cfg(const char *top, const char *backend, const char *route)
 }
 
 static const char *minimal =
-    "{\"backends\": [{\"name\": \"b1\", \"url\": \"" URL1 "\", \"model\": \"m\"}],"
-    " \"routes\": [{\"name\": \"r1\", \"targets\": [{\"backend\": \"b1\"}]}]}";
+	"{\"backends\": [{\"name\": \"b1\", \"url\": \"" URL1 "\", \"model\": \"m\"}],"
+	" \"routes\": [{\"name\": \"r1\", \"targets\": [{\"backend\": \"b1\"}]}]}";
 
 static struct config *
 load_ok(const char *json)
@@ -191,8 +194,9 @@ START_TEST(test_defaults_route)
 	ck_assert_int_eq(r->retry.max_ms, 8000);
 	ck_assert_double_eq(r->retry.jitter, 0.2);
 	ck_assert(!r->retry.jitter_full);
-	ck_assert_uint_eq(r->retry.retry_on, OUTCOME_BIT(OUTCOME_CONNECT_ERROR) | OUTCOME_BIT(OUTCOME_RESET) |
-					      OUTCOME_BIT(OUTCOME_HTTP_5XX) | OUTCOME_BIT(OUTCOME_HTTP_429));
+	ck_assert_uint_eq(r->retry.retry_on,
+			  OUTCOME_BIT(OUTCOME_CONNECT_ERROR) | OUTCOME_BIT(OUTCOME_RESET) |
+				  OUTCOME_BIT(OUTCOME_HTTP_5XX) | OUTCOME_BIT(OUTCOME_HTTP_429));
 	ck_assert(r->retry.honor_retry_after);
 	ck_assert_double_eq(r->retry.budget_ratio, 0.2);
 	ck_assert_double_eq(r->retry.budget_min_per_s, 3);
@@ -278,12 +282,13 @@ END_TEST
 START_TEST(test_sections_on)
 {
 	struct config *c = load_route_ok(
-	    ", \"canary_guard\": {}, \"backup\": {\"targets\": [{\"backend\": \"small-v1\"}]},"
-	    " \"rules\": {\"match\": [{\"any\": [\"Refund\"], \"result\": {\"intent\": \"refund\"}}],"
-	    "             \"default\": {\"result\": {\"intent\": \"other\"}}},"
-	    " \"cache\": {}, \"preset\": {\"text\": \"sorry\"}, \"escalation\": {},"
-	    " \"cross_check\": {\"backend\": \"small-v1\"}, \"rules_shadow\": {}, \"slo\": {},"
-	    " \"timeout\": {\"mode\": \"dynamic\"}");
+		", \"canary_guard\": {}, \"backup\": {\"targets\": [{\"backend\": \"small-v1\"}]},"
+		" \"rules\": {\"match\": [{\"any\": [\"Refund\"], \"result\": {\"intent\": "
+		"\"refund\"}}],"
+		"             \"default\": {\"result\": {\"intent\": \"other\"}}},"
+		" \"cache\": {}, \"preset\": {\"text\": \"sorry\"}, \"escalation\": {},"
+		" \"cross_check\": {\"backend\": \"small-v1\"}, \"rules_shadow\": {}, \"slo\": {},"
+		" \"timeout\": {\"mode\": \"dynamic\"}");
 	const struct route_cfg *r = &c->routes[0];
 
 	ck_assert(r->canary_guard.enabled);
@@ -360,10 +365,12 @@ END_TEST
 
 START_TEST(test_slo_alert_defaults)
 {
-	struct config *c = load_route_ok(
-	    ", \"slo\": {\"alerts\": [{\"name\": \"smart-low\", \"metric\": \"smart_availability\","
-	    " \"op\": \"<\", \"value\": 0.9}, {\"name\": \"t\", \"metric\": \"timeout_rate\", \"op\": \">=\","
-	    " \"value\": 0.005, \"for_s\": 600, \"window\": \"30d\", \"severity\": \"page\", \"min_calls\": 3}]}");
+	struct config *c = load_route_ok(", \"slo\": {\"alerts\": [{\"name\": \"smart-low\", "
+					 "\"metric\": \"smart_availability\","
+					 " \"op\": \"<\", \"value\": 0.9}, {\"name\": \"t\", "
+					 "\"metric\": \"timeout_rate\", \"op\": \">=\","
+					 " \"value\": 0.005, \"for_s\": 600, \"window\": \"30d\", "
+					 "\"severity\": \"page\", \"min_calls\": 3}]}");
 	const struct slo_cfg *s = &c->routes[0].slo;
 
 	ck_assert_int_eq(s->nalerts, 2);
@@ -392,10 +399,10 @@ START_TEST(test_listen_forms)
 		const char *listen, *host;
 		int port;
 	} cases[] = {
-	    {"127.0.0.1:0", "127.0.0.1", 0},
-	    {"0.0.0.0:65535", "0.0.0.0", 65535},
-	    {"[::1]:7700", "::1", 7700},
-	    {"localhost:8080", "localhost", 8080},
+		{"127.0.0.1:0", "127.0.0.1", 0},
+		{"0.0.0.0:65535", "0.0.0.0", 65535},
+		{"[::1]:7700", "::1", 7700},
+		{"localhost:8080", "localhost", 8080},
 	};
 	struct config *c;
 	char *top, *json;
@@ -487,12 +494,15 @@ END_TEST
 
 START_TEST(test_backend_values)
 {
-	char *json = cfg("", ", \"api_key_env\": \"DEEPSEEK_API_KEY\", \"version\": \"v2\","
-			     " \"headers\": {\"X-Extra\": \"value\", \"X-Two\": \"2\"},"
-			     " \"timeouts\": {\"connect_ms\": 5000, \"first_byte_ms\": 30000, \"total_ms\": 120000},"
-			     " \"max_response_bytes\": 65536,"
-			     " \"breaker\": {\"mode\": \"time\", \"window_s\": 10, \"failure_rate\": 0.4}",
-	    "");
+	char *json =
+		cfg("",
+		    ", \"api_key_env\": \"DEEPSEEK_API_KEY\", \"version\": \"v2\","
+		    " \"headers\": {\"X-Extra\": \"value\", \"X-Two\": \"2\"},"
+		    " \"timeouts\": {\"connect_ms\": 5000, \"first_byte_ms\": 30000, \"total_ms\": "
+		    "120000},"
+		    " \"max_response_bytes\": 65536,"
+		    " \"breaker\": {\"mode\": \"time\", \"window_s\": 10, \"failure_rate\": 0.4}",
+		    "");
 	struct config *c = load_ok(json);
 	const struct backend_cfg *b = &c->backends[0];
 
@@ -520,8 +530,9 @@ END_TEST
 START_TEST(test_retry_values)
 {
 	struct config *c = load_route_ok(
-	    ", \"retry\": {\"max_retries\": 2, \"backoff\": \"exponential\", \"base_ms\": 1500,"
-	    " \"multiplier\": 1.5, \"jitter\": \"full\", \"retry_on\": [\"http_429\", \"total_timeout\"]}");
+		", \"retry\": {\"max_retries\": 2, \"backoff\": \"exponential\", \"base_ms\": 1500,"
+		" \"multiplier\": 1.5, \"jitter\": \"full\", \"retry_on\": [\"http_429\", "
+		"\"total_timeout\"]}");
 	const struct retry_cfg *rt = &c->routes[0].retry;
 
 	ck_assert_int_eq(rt->max_retries, 2);
@@ -529,7 +540,8 @@ START_TEST(test_retry_values)
 	ck_assert_int_eq(rt->base_ms, 1500);
 	ck_assert_double_eq(rt->multiplier, 1.5);
 	ck_assert(rt->jitter_full);
-	ck_assert_uint_eq(rt->retry_on, OUTCOME_BIT(OUTCOME_HTTP_429) | OUTCOME_BIT(OUTCOME_TOTAL_TIMEOUT));
+	ck_assert_uint_eq(rt->retry_on,
+			  OUTCOME_BIT(OUTCOME_HTTP_429) | OUTCOME_BIT(OUTCOME_TOTAL_TIMEOUT));
 	config_free(c);
 
 	c = load_route_ok(", \"retry\": {\"retry_on\": [], \"jitter\": 0}");
@@ -543,8 +555,8 @@ END_TEST
 START_TEST(test_targets_values)
 {
 	struct config *c = load_route_ok(
-	    "}, {\"name\": \"r2\", \"targets\": [{\"backend\": \"b1\", \"weight\": 95},"
-	    " {\"backend\": \"small-v1\", \"weight\": 0, \"canary\": true}]");
+		"}, {\"name\": \"r2\", \"targets\": [{\"backend\": \"b1\", \"weight\": 95},"
+		" {\"backend\": \"small-v1\", \"weight\": 0, \"canary\": true}]");
 	const struct route_cfg *r = config_route(c, "r2");
 
 	ck_assert_ptr_nonnull(r);
@@ -561,9 +573,10 @@ END_TEST
 
 START_TEST(test_rules_compiled)
 {
-	struct config *c = load_route_ok(
-	    ", \"rules\": {\"match\": [{\"any\": [\"Money BACK\", \"退款\"], \"result\": {\"intent\": \"refund\"}},"
-	    " {\"regex\": \"投诉|Complain\", \"result\": {\"intent\": \"complaint\"}, \"confidence\": 0.7}]}");
+	struct config *c = load_route_ok(", \"rules\": {\"match\": [{\"any\": [\"Money BACK\", "
+					 "\"退款\"], \"result\": {\"intent\": \"refund\"}},"
+					 " {\"regex\": \"投诉|Complain\", \"result\": {\"intent\": "
+					 "\"complaint\"}, \"confidence\": 0.7}]}");
 	const struct rules_cfg *rc = &c->routes[0].rules;
 
 	ck_assert_int_eq(rc->nmatch, 2);
@@ -573,7 +586,8 @@ START_TEST(test_rules_compiled)
 	ck_assert_ptr_null(rc->match[0].regex);
 	ck_assert_str_eq(rc->match[1].regex, "投诉|Complain");
 	ck_assert_int_eq(regexec(&rc->match[1].re, "I Complain", 0, NULL, 0), 0);
-	ck_assert_int_ne(regexec(&rc->match[1].re, "i complain", 0, NULL, 0), 0); /* case-sensitive */
+	ck_assert_int_ne(regexec(&rc->match[1].re, "i complain", 0, NULL, 0),
+			 0); /* case-sensitive */
 	ck_assert_double_eq(rc->match[1].confidence, 0.7);
 	ck_assert(!rc->has_default);
 	config_free(c);
@@ -583,12 +597,12 @@ END_TEST
 START_TEST(test_output_compiled)
 {
 	struct config *c = load_route_ok(
-	    ", \"output\": {\"schema\": {\"type\": \"object\", \"required\": [\"intent\"],"
-	    " \"properties\": {\"intent\": {\"type\": \"string\"}}},"
-	    " \"deny\": [{\"field\": \"summary\", \"pattern\": \"未知|unknown\"}],"
-	    " \"rules\": [{\"when\": {\"field\": \"intent\", \"equals\": \"complaint\"},"
-	    "            \"deny\": {\"field\": \"summary\", \"pattern\": \"感谢|表扬\"}}],"
-	    " \"review_below\": 0.5}");
+		", \"output\": {\"schema\": {\"type\": \"object\", \"required\": [\"intent\"],"
+		" \"properties\": {\"intent\": {\"type\": \"string\"}}},"
+		" \"deny\": [{\"field\": \"summary\", \"pattern\": \"未知|unknown\"}],"
+		" \"rules\": [{\"when\": {\"field\": \"intent\", \"equals\": \"complaint\"},"
+		"            \"deny\": {\"field\": \"summary\", \"pattern\": \"感谢|表扬\"}}],"
+		" \"review_below\": 0.5}");
 	const struct output_cfg *o = &c->routes[0].output;
 	cJSON *want = cJSON_CreateString("complaint");
 
@@ -611,9 +625,11 @@ END_TEST
 
 START_TEST(test_backup_values)
 {
-	struct config *c = load_route_ok(
-	    ", \"backup\": {\"targets\": [{\"backend\": \"small-v1\", \"weight\": 1}], \"temperature\": 0.2,"
-	    " \"few_shot\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": \"{}\"}]}");
+	struct config *c =
+		load_route_ok(", \"backup\": {\"targets\": [{\"backend\": \"small-v1\", "
+			      "\"weight\": 1}], \"temperature\": 0.2,"
+			      " \"few_shot\": [{\"role\": \"user\", \"content\": \"hi\"}, "
+			      "{\"role\": \"assistant\", \"content\": \"{}\"}]}");
 	const struct backup_cfg *b = &c->routes[0].backup;
 
 	ck_assert(b->enabled);
@@ -628,8 +644,8 @@ END_TEST
 
 START_TEST(test_cross_check_values)
 {
-	struct config *c = load_route_ok(
-	    ", \"cross_check\": {\"backend\": \"small-v1\", \"sample_rate\": 0.1, \"compare\": [\"intent\", \"x\"]}");
+	struct config *c = load_route_ok(", \"cross_check\": {\"backend\": \"small-v1\", "
+					 "\"sample_rate\": 0.1, \"compare\": [\"intent\", \"x\"]}");
 	const struct cross_check_cfg *cc = &c->routes[0].cross_check;
 
 	ck_assert_int_eq(cc->backend_idx, 1);
@@ -656,10 +672,12 @@ START_TEST(test_table_consistent)
 		if (k->def != NULL) {
 			d = cJSON_Parse(k->def);
 			ck_assert_msg(d != NULL, "%s: default is not JSON", k->path);
-			if (k->type == CKEY_INT || k->type == CKEY_INT64 || k->type == CKEY_NUMBER) {
-				ck_assert_msg(cJSON_IsNumber(d), "%s: default not a number", k->path);
+			if (k->type == CKEY_INT || k->type == CKEY_INT64 ||
+			    k->type == CKEY_NUMBER) {
+				ck_assert_msg(cJSON_IsNumber(d), "%s: default not a number",
+					      k->path);
 				ck_assert_msg(d->valuedouble >= k->min && d->valuedouble <= k->max,
-				    "%s: default out of range", k->path);
+					      "%s: default out of range", k->path);
 			}
 			if (k->type == CKEY_BOOL)
 				ck_assert_msg(cJSON_IsBool(d), "%s", k->path);
@@ -681,11 +699,13 @@ START_TEST(test_table_consistent)
 		if (strlen(ppath) > 2 && strcmp(ppath + strlen(ppath) - 2, "[]") == 0) {
 			ppath[strlen(ppath) - 2] = '\0';
 			parent = config_key_find(ppath);
-			ck_assert_msg(parent != NULL && parent->type == CKEY_ARRAY, "%s: no array parent", k->path);
+			ck_assert_msg(parent != NULL && parent->type == CKEY_ARRAY,
+				      "%s: no array parent", k->path);
 		} else {
 			parent = config_key_find(ppath);
-			ck_assert_msg(parent != NULL && (parent->type == CKEY_OBJECT || parent->type == CKEY_ANY),
-			    "%s: no object parent", k->path);
+			ck_assert_msg(parent != NULL && (parent->type == CKEY_OBJECT ||
+							 parent->type == CKEY_ANY),
+				      "%s: no object parent", k->path);
 		}
 		free(ppath);
 	}
@@ -701,10 +721,12 @@ START_TEST(test_reference)
 	ck_assert_ptr_nonnull(fp);
 	config_print_reference(fp);
 	fclose(fp);
-	ck_assert_ptr_nonnull(strstr(text, "routes[].retry.multiplier (number, default 2.0, 1.0..100.0)"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "routes[].retry.multiplier (number, default 2.0, 1.0..100.0)"));
 	ck_assert_ptr_nonnull(strstr(text, "routes[].budget_ms (integer ms, default 6000"));
 	ck_assert_ptr_nonnull(strstr(text, "routes[].cache (object, optional section)"));
-	ck_assert_ptr_nonnull(strstr(text, "backends[].breaker.mode (string, default \"consecutive\", one of"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "backends[].breaker.mode (string, default \"consecutive\", one of"));
 	free(text);
 }
 END_TEST
@@ -750,26 +772,31 @@ check_bad(const struct bad *b)
 }
 
 static const struct bad bad_keys[] = {
-    {"", "", ", \"retry\": {\"max_retrys\": 2}",
-	"routes[0].retry.max_retrys: unknown key (did you mean \"max_retries\"?)"},
-    {"\"lisen\": \"127.0.0.1:1\",", "", "", "lisen: unknown key (did you mean \"listen\"?)"},
-    {"", ", \"breaker\": {\"failure_treshold\": 3}", "",
-	"backends[0].breaker.failure_treshold: unknown key (did you mean \"failure_threshold\"?)"},
-    {"", "", ", \"budget\": 6000", "routes[0].budget: unknown key (did you mean \"budget_ms\"?)"},
-    {"", "", ", \"zzzzzzzzzz\": 1", "routes[0].zzzzzzzzzz: unknown key (known keys here: name, budget_ms"},
-    {"", "", ", \"budget_ms\": 5000, \"budget_ms\": 6000", "routes[0].budget_ms: duplicate key"},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", \"value\": 0.1, \"for\": 60}]}",
-	"routes[0].slo.alerts[0].for: unknown key (did you mean \"for_s\"?)"},
-    {"", "", ", \"timeout\": {\"mode\": \"fixed\", \"percentile\": 0.5}",
-	"routes[0].timeout.percentile: only used with \"mode\": \"dynamic\""},
-    {"", "", ", \"output\": {\"confidence\": \"c\"}",
-	"routes[0].output.confidence: unknown key (did you mean \"confidence_field\"?)"},
-    {"\"auth\": {\"callers_require_tokens\": true},", "", "",
-	"auth.callers_require_tokens: unknown key (did you mean \"callers_require_token\"?)"},
-    {"", "", ", \"targets\": [{\"backend\": \"b1\", \"wieght\": 3}]",
-	"routes[0].targets[0].wieght: unknown key (did you mean \"weight\"?)"},
-    {"\"alert_webhook\": {\"alertmanger\": \"http://x\"},", "", "",
-	"alert_webhook.alertmanger: unknown key (did you mean \"alertmanager\"?)"},
+	{"", "", ", \"retry\": {\"max_retrys\": 2}",
+	 "routes[0].retry.max_retrys: unknown key (did you mean \"max_retries\"?)"},
+	{"\"lisen\": \"127.0.0.1:1\",", "", "", "lisen: unknown key (did you mean \"listen\"?)"},
+	{"", ", \"breaker\": {\"failure_treshold\": 3}", "",
+	 "backends[0].breaker.failure_treshold: unknown key (did you mean \"failure_threshold\"?)"},
+	{"", "", ", \"budget\": 6000",
+	 "routes[0].budget: unknown key (did you mean \"budget_ms\"?)"},
+	{"", "", ", \"zzzzzzzzzz\": 1",
+	 "routes[0].zzzzzzzzzz: unknown key (known keys here: name, budget_ms"},
+	{"", "", ", \"budget_ms\": 5000, \"budget_ms\": 6000",
+	 "routes[0].budget_ms: duplicate key"},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", "
+	 "\"value\": 0.1, \"for\": 60}]}",
+	 "routes[0].slo.alerts[0].for: unknown key (did you mean \"for_s\"?)"},
+	{"", "", ", \"timeout\": {\"mode\": \"fixed\", \"percentile\": 0.5}",
+	 "routes[0].timeout.percentile: only used with \"mode\": \"dynamic\""},
+	{"", "", ", \"output\": {\"confidence\": \"c\"}",
+	 "routes[0].output.confidence: unknown key (did you mean \"confidence_field\"?)"},
+	{"\"auth\": {\"callers_require_tokens\": true},", "", "",
+	 "auth.callers_require_tokens: unknown key (did you mean \"callers_require_token\"?)"},
+	{"", "", ", \"targets\": [{\"backend\": \"b1\", \"wieght\": 3}]",
+	 "routes[0].targets[0].wieght: unknown key (did you mean \"weight\"?)"},
+	{"\"alert_webhook\": {\"alertmanger\": \"http://x\"},", "", "",
+	 "alert_webhook.alertmanger: unknown key (did you mean \"alertmanager\"?)"},
 };
 
 START_TEST(test_bad_keys)
@@ -779,32 +806,47 @@ START_TEST(test_bad_keys)
 END_TEST
 
 static const struct bad bad_types[] = {
-    {"", "", ", \"budget_ms\": \"6000\"", "routes[0].budget_ms: must be an integer (got \"6000\")"},
-    {"", "", ", \"budget_ms\": 1.5", "routes[0].budget_ms: must be an integer (got 1.5)"},
-    {"", "", ", \"health_weighting\": \"yes\"", "routes[0].health_weighting: must be true or false (got \"yes\")"},
-    {"", "", ", \"prompt\": {\"temperature\": \"hot\"}", "routes[0].prompt.temperature: must be a number (got \"hot\")"},
-    {"", "", ", \"retry\": 5", "routes[0].retry: must be an object (got 5)"},
-    {"", "", ", \"retry\": {\"retry_on\": \"http_5xx\"}", "routes[0].retry.retry_on: must be an array of outcome classes"},
-    {"", "", ", \"prompt\": {\"user\": null}", "routes[0].prompt.user: must be a string (got null)"},
-    {"", ", \"headers\": {\"X-A\": 1}", "", "backends[0].headers.X-A: must be a string (got 1)"},
-    {"", ", \"headers\": {\"Bad Name\": \"v\"}", "", "backends[0].headers.Bad Name: not a valid HTTP header name"},
-    {"", ", \"headers\": [\"X-A: v\"]", "", "backends[0].headers: must be an object"},
-    {"\"alert_webhook\": 5,", "", "", "alert_webhook: must be null, a URL or {\"alertmanager\": URL} (got 5)"},
-    {"", "", ", \"output\": {\"schema\": [1]}", "routes[0].output.schema: must be an object (got an array)"},
-    {"", "", ", \"rules\": {\"match\": [{\"any\": [\"x\"], \"result\": \"refund\"}]}",
-	"routes[0].rules.match[0].result: must be an object (got \"refund\")"},
-    {"", "", ", \"rules\": {\"match\": [{\"any\": [\"x\", 3], \"result\": {}}]}",
-	"routes[0].rules.match[0].any[1]: must be a non-empty string (got 3)"},
-    {"", "", ", \"rules\": {\"match\": [{\"any\": [], \"result\": {}}]}",
-	"routes[0].rules.match[0].any: must be a non-empty array of keywords (got an empty array)"},
-    {"", "", ", \"rules\": {\"match\": {}}", "routes[0].rules.match: must be an array (got an object)"},
-    {"", "", ", \"targets\": {\"backend\": \"b1\"}", "routes[0].targets: must be an array (got an object)"},
-    {"", "", ", \"targets\": [\"b1\"]", "routes[0].targets[0]: must be an object (got \"b1\")"},
-    {"", "", ", \"cross_check\": {\"backend\": \"b1\", \"compare\": [\"\"]}",
-	"routes[0].cross_check.compare[0]: must be a non-empty string"},
-    {"", "", ", \"name\": \"\"", "routes[0].name: must not be empty"},
-    {"", "", ", \"backup\": {\"targets\": [{\"backend\": \"b1\"}], \"few_shot\": [{\"role\": \"bot\", \"content\": \"x\"}]}",
-	"routes[0].backup.few_shot[0].role: must be one of \"system\", \"user\" or \"assistant\" (got \"bot\")"},
+	{"", "", ", \"budget_ms\": \"6000\"",
+	 "routes[0].budget_ms: must be an integer (got \"6000\")"},
+	{"", "", ", \"budget_ms\": 1.5", "routes[0].budget_ms: must be an integer (got 1.5)"},
+	{"", "", ", \"health_weighting\": \"yes\"",
+	 "routes[0].health_weighting: must be true or false (got \"yes\")"},
+	{"", "", ", \"prompt\": {\"temperature\": \"hot\"}",
+	 "routes[0].prompt.temperature: must be a number (got \"hot\")"},
+	{"", "", ", \"retry\": 5", "routes[0].retry: must be an object (got 5)"},
+	{"", "", ", \"retry\": {\"retry_on\": \"http_5xx\"}",
+	 "routes[0].retry.retry_on: must be an array of outcome classes"},
+	{"", "", ", \"prompt\": {\"user\": null}",
+	 "routes[0].prompt.user: must be a string (got null)"},
+	{"", ", \"headers\": {\"X-A\": 1}", "",
+	 "backends[0].headers.X-A: must be a string (got 1)"},
+	{"", ", \"headers\": {\"Bad Name\": \"v\"}", "",
+	 "backends[0].headers.Bad Name: not a valid HTTP header name"},
+	{"", ", \"headers\": [\"X-A: v\"]", "", "backends[0].headers: must be an object"},
+	{"\"alert_webhook\": 5,", "", "",
+	 "alert_webhook: must be null, a URL or {\"alertmanager\": URL} (got 5)"},
+	{"", "", ", \"output\": {\"schema\": [1]}",
+	 "routes[0].output.schema: must be an object (got an array)"},
+	{"", "", ", \"rules\": {\"match\": [{\"any\": [\"x\"], \"result\": \"refund\"}]}",
+	 "routes[0].rules.match[0].result: must be an object (got \"refund\")"},
+	{"", "", ", \"rules\": {\"match\": [{\"any\": [\"x\", 3], \"result\": {}}]}",
+	 "routes[0].rules.match[0].any[1]: must be a non-empty string (got 3)"},
+	{"", "", ", \"rules\": {\"match\": [{\"any\": [], \"result\": {}}]}",
+	 "routes[0].rules.match[0].any: must be a non-empty array of keywords (got an empty "
+	 "array)"},
+	{"", "", ", \"rules\": {\"match\": {}}",
+	 "routes[0].rules.match: must be an array (got an object)"},
+	{"", "", ", \"targets\": {\"backend\": \"b1\"}",
+	 "routes[0].targets: must be an array (got an object)"},
+	{"", "", ", \"targets\": [\"b1\"]", "routes[0].targets[0]: must be an object (got \"b1\")"},
+	{"", "", ", \"cross_check\": {\"backend\": \"b1\", \"compare\": [\"\"]}",
+	 "routes[0].cross_check.compare[0]: must be a non-empty string"},
+	{"", "", ", \"name\": \"\"", "routes[0].name: must not be empty"},
+	{"", "",
+	 ", \"backup\": {\"targets\": [{\"backend\": \"b1\"}], \"few_shot\": [{\"role\": \"bot\", "
+	 "\"content\": \"x\"}]}",
+	 "routes[0].backup.few_shot[0].role: must be one of \"system\", \"user\" or \"assistant\" "
+	 "(got \"bot\")"},
 };
 
 START_TEST(test_bad_types)
@@ -814,32 +856,49 @@ START_TEST(test_bad_types)
 END_TEST
 
 static const struct bad bad_ranges[] = {
-    {"", "", ", \"retry\": {\"multiplier\": 0.5}", "routes[0].retry.multiplier: must be >= 1.0 (got 0.5)"},
-    {"", "", ", \"budget_ms\": 0", "routes[0].budget_ms: must be >= 1 (got 0)"},
-    {"", ", \"breaker\": {\"failure_rate\": 1.5}", "", "backends[0].breaker.failure_rate: must be <= 1.0 (got 1.5)"},
-    {"", ", \"breaker\": {\"half_open_probes\": 0}", "", "backends[0].breaker.half_open_probes: must be >= 1 (got 0)"},
-    {"", ", \"breaker\": {\"open_multiplier\": 0.9}", "", "backends[0].breaker.open_multiplier: must be >= 1.0 (got 0.9)"},
-    {"", ", \"timeouts\": {\"connect_ms\": -5}", "", "backends[0].timeouts.connect_ms: must be >= 1 (got -5)"},
-    {"", ", \"queue_ms\": -1", "", "backends[0].queue_ms: must be >= 0 (got -1)"},
-    {"", "", ", \"targets\": [{\"backend\": \"b1\", \"weight\": -1}]", "routes[0].targets[0].weight: must be >= 0 (got -1)"},
-    {"", "", ", \"targets\": [{\"backend\": \"b1\", \"weight\": 0}, {\"backend\": \"small-v1\", \"weight\": 0}]",
-	"routes[0].targets: at least one target needs a weight > 0"},
-    {"", "", ", \"review\": {\"sample_rate\": 2}", "routes[0].review.sample_rate: must be <= 1.0 (got 2.0)"},
-    {"", "", ", \"retry\": {\"jitter\": 1.5}", "routes[0].retry.jitter: must be <= 1.0 (got 1.5)"},
-    {"", "", ", \"retry\": {\"jitter\": \"half\"}", "routes[0].retry.jitter: must be a number 0..1 or \"full\" (got \"half\")"},
-    {"", "", ", \"min_attempt_ms\": 7000", "routes[0].min_attempt_ms: must be <= budget_ms (6000) (got 7000)"},
-    {"", "", ", \"timeout\": {\"mode\": \"dynamic\", \"min_ms\": 9000, \"max_ms\": 8000}",
-	"routes[0].timeout.min_ms: must be <= max_ms (8000) (got 9000)"},
-    {"\"max_body_bytes\": 0,", "", "", "max_body_bytes: must be >= 1 (got 0)"},
-    {"\"log\": {\"retention_days\": 0},", "", "", "log.retention_days: must be >= 1 (got 0)"},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", \"value\": 5}]}",
-	"routes[0].slo.alerts[0].value: must be <= 1.0 (got 5.0)"},
-    {"", "", ", \"output\": {\"review_below\": -0.1}", "routes[0].output.review_below: must be >= 0.0 (got -0.1)"},
-    {"", "", ", \"retry\": {\"max_retries\": 1e300}", "routes[0].retry.max_retries: must be <= 100"},
-    {"\"listen\": \"127.0.0.1:70000\",", "", "", "listen: port must be an integer 0..65535 (got \"70000\")"},
-    {"\"listen\": \"localhost\",", "", "", "listen: must be \"host:port\""},
-    {"\"listen\": \"::1:7700\",", "", "", "listen: IPv6 addresses go in brackets"},
-    {"\"listen\": \"example.com:80\",", "", "", "listen: must be \"host:port\""},
+	{"", "", ", \"retry\": {\"multiplier\": 0.5}",
+	 "routes[0].retry.multiplier: must be >= 1.0 (got 0.5)"},
+	{"", "", ", \"budget_ms\": 0", "routes[0].budget_ms: must be >= 1 (got 0)"},
+	{"", ", \"breaker\": {\"failure_rate\": 1.5}", "",
+	 "backends[0].breaker.failure_rate: must be <= 1.0 (got 1.5)"},
+	{"", ", \"breaker\": {\"half_open_probes\": 0}", "",
+	 "backends[0].breaker.half_open_probes: must be >= 1 (got 0)"},
+	{"", ", \"breaker\": {\"open_multiplier\": 0.9}", "",
+	 "backends[0].breaker.open_multiplier: must be >= 1.0 (got 0.9)"},
+	{"", ", \"timeouts\": {\"connect_ms\": -5}", "",
+	 "backends[0].timeouts.connect_ms: must be >= 1 (got -5)"},
+	{"", ", \"queue_ms\": -1", "", "backends[0].queue_ms: must be >= 0 (got -1)"},
+	{"", "", ", \"targets\": [{\"backend\": \"b1\", \"weight\": -1}]",
+	 "routes[0].targets[0].weight: must be >= 0 (got -1)"},
+	{"", "",
+	 ", \"targets\": [{\"backend\": \"b1\", \"weight\": 0}, {\"backend\": \"small-v1\", "
+	 "\"weight\": 0}]",
+	 "routes[0].targets: at least one target needs a weight > 0"},
+	{"", "", ", \"review\": {\"sample_rate\": 2}",
+	 "routes[0].review.sample_rate: must be <= 1.0 (got 2.0)"},
+	{"", "", ", \"retry\": {\"jitter\": 1.5}",
+	 "routes[0].retry.jitter: must be <= 1.0 (got 1.5)"},
+	{"", "", ", \"retry\": {\"jitter\": \"half\"}",
+	 "routes[0].retry.jitter: must be a number 0..1 or \"full\" (got \"half\")"},
+	{"", "", ", \"min_attempt_ms\": 7000",
+	 "routes[0].min_attempt_ms: must be <= budget_ms (6000) (got 7000)"},
+	{"", "", ", \"timeout\": {\"mode\": \"dynamic\", \"min_ms\": 9000, \"max_ms\": 8000}",
+	 "routes[0].timeout.min_ms: must be <= max_ms (8000) (got 9000)"},
+	{"\"max_body_bytes\": 0,", "", "", "max_body_bytes: must be >= 1 (got 0)"},
+	{"\"log\": {\"retention_days\": 0},", "", "", "log.retention_days: must be >= 1 (got 0)"},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", "
+	 "\"value\": 5}]}",
+	 "routes[0].slo.alerts[0].value: must be <= 1.0 (got 5.0)"},
+	{"", "", ", \"output\": {\"review_below\": -0.1}",
+	 "routes[0].output.review_below: must be >= 0.0 (got -0.1)"},
+	{"", "", ", \"retry\": {\"max_retries\": 1e300}",
+	 "routes[0].retry.max_retries: must be <= 100"},
+	{"\"listen\": \"127.0.0.1:70000\",", "", "",
+	 "listen: port must be an integer 0..65535 (got \"70000\")"},
+	{"\"listen\": \"localhost\",", "", "", "listen: must be \"host:port\""},
+	{"\"listen\": \"::1:7700\",", "", "", "listen: IPv6 addresses go in brackets"},
+	{"\"listen\": \"example.com:80\",", "", "", "listen: must be \"host:port\""},
 };
 
 START_TEST(test_bad_ranges)
@@ -849,35 +908,47 @@ START_TEST(test_bad_ranges)
 END_TEST
 
 static const struct bad bad_refs[] = {
-    {"", "", ", \"targets\": [{\"backend\": \"smal-v1\"}]",
-	"routes[0].targets[0].backend: unknown backend \"smal-v1\" (did you mean \"small-v1\"?)"},
-    {"", "", ", \"targets\": [{\"backend\": \"gpt\"}]", "routes[0].targets[0].backend: unknown backend \"gpt\""},
-    {"", "", ", \"backup\": {\"targets\": [{\"backend\": \"tiny\"}]}", "routes[0].backup.targets[0].backend: unknown backend \"tiny\""},
-    {"", "", ", \"backup\": {}", "routes[0].backup.targets: missing (required)"},
-    {"", "", ", \"cross_check\": {\"backend\": \"other\"}", "routes[0].cross_check.backend: unknown backend \"other\""},
-    {"", "", ", \"cross_check\": {}", "routes[0].cross_check.backend: missing (required)"},
-    {"", "", ", \"targets\": [{\"backend\": \"b1\"}, {\"backend\": \"b1\"}]",
-	"routes[0].targets[1].backend: backend \"b1\" listed twice (also routes[0].targets[0])"},
-    {"", "", ", \"targets\": []", "routes[0].targets: must list at least one target"},
-    {"", "", "}, {\"name\": \"r1\", \"targets\": [{\"backend\": \"b1\"}]",
-	"routes[1].name: duplicate route name \"r1\" (also routes[0])"},
-    {"", ", \"name\": \"small-v1\"", "", "backends[1].name: duplicate backend name \"small-v1\" (also backends[0])"},
-    {"", ", \"name\": \"a b\"", "", "backends[0].name: must hold only letters, digits"},
-    {"", ", \"url\": \"ftp://x\"", "", "backends[0].url: must be an http:// or https:// URL (got \"ftp://x\")"},
-    {"", ", \"api_key_env\": \"1KEY\"", "", "backends[0].api_key_env: must be an environment variable name"},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", \"value\": 0.1},"
-	     " {\"name\": \"a\", \"metric\": \"timeout_rate\", \"op\": \">\", \"value\": 0.1}]}",
-	"routes[0].slo.alerts[1].name: duplicate alert name \"a\" (also routes[0].slo.alerts[0])"},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"op\": \">\", \"value\": 0.1}]}",
-	"routes[0].slo.alerts[0].metric: missing (required)"},
-    {"", "", ", \"rules\": {}", "routes[0].rules: needs rules in \"match\" or a \"default\""},
-    {"", "", ", \"rules\": {\"match\": [{\"any\": [\"a\"], \"regex\": \"a\", \"result\": {}}]}",
-	"routes[0].rules.match[0]: needs exactly one of \"any\" or \"regex\""},
-    {"", "", ", \"rules\": {\"match\": [{\"any\": [\"a\"]}]}", "routes[0].rules.match[0].result: missing (required)"},
-    {"", "", ", \"rules\": {\"default\": {\"confidence\": 0.3}}", "routes[0].rules.default.result: missing (required)"},
-    {"", "", ", \"preset\": {}", "routes[0].preset: needs \"result\" or \"text\""},
-    {"", "", ", \"output\": {\"rules\": [{\"when\": {\"field\": \"x\"}, \"deny\": {\"field\": \"y\", \"pattern\": \"z\"}}]}",
-	"routes[0].output.rules[0].when.equals: missing (required)"},
+	{"", "", ", \"targets\": [{\"backend\": \"smal-v1\"}]",
+	 "routes[0].targets[0].backend: unknown backend \"smal-v1\" (did you mean \"small-v1\"?)"},
+	{"", "", ", \"targets\": [{\"backend\": \"gpt\"}]",
+	 "routes[0].targets[0].backend: unknown backend \"gpt\""},
+	{"", "", ", \"backup\": {\"targets\": [{\"backend\": \"tiny\"}]}",
+	 "routes[0].backup.targets[0].backend: unknown backend \"tiny\""},
+	{"", "", ", \"backup\": {}", "routes[0].backup.targets: missing (required)"},
+	{"", "", ", \"cross_check\": {\"backend\": \"other\"}",
+	 "routes[0].cross_check.backend: unknown backend \"other\""},
+	{"", "", ", \"cross_check\": {}", "routes[0].cross_check.backend: missing (required)"},
+	{"", "", ", \"targets\": [{\"backend\": \"b1\"}, {\"backend\": \"b1\"}]",
+	 "routes[0].targets[1].backend: backend \"b1\" listed twice (also routes[0].targets[0])"},
+	{"", "", ", \"targets\": []", "routes[0].targets: must list at least one target"},
+	{"", "", "}, {\"name\": \"r1\", \"targets\": [{\"backend\": \"b1\"}]",
+	 "routes[1].name: duplicate route name \"r1\" (also routes[0])"},
+	{"", ", \"name\": \"small-v1\"", "",
+	 "backends[1].name: duplicate backend name \"small-v1\" (also backends[0])"},
+	{"", ", \"name\": \"a b\"", "", "backends[0].name: must hold only letters, digits"},
+	{"", ", \"url\": \"ftp://x\"", "",
+	 "backends[0].url: must be an http:// or https:// URL with a host"},
+	{"", ", \"api_key_env\": \"1KEY\"", "",
+	 "backends[0].api_key_env: must name an environment variable"},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", "
+	 "\"value\": 0.1},"
+	 " {\"name\": \"a\", \"metric\": \"timeout_rate\", \"op\": \">\", \"value\": 0.1}]}",
+	 "routes[0].slo.alerts[1].name: duplicate alert name \"a\" (also routes[0].slo.alerts[0])"},
+	{"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"op\": \">\", \"value\": 0.1}]}",
+	 "routes[0].slo.alerts[0].metric: missing (required)"},
+	{"", "", ", \"rules\": {}", "routes[0].rules: needs rules in \"match\" or a \"default\""},
+	{"", "", ", \"rules\": {\"match\": [{\"any\": [\"a\"], \"regex\": \"a\", \"result\": {}}]}",
+	 "routes[0].rules.match[0]: needs exactly one of \"any\" or \"regex\""},
+	{"", "", ", \"rules\": {\"match\": [{\"any\": [\"a\"]}]}",
+	 "routes[0].rules.match[0].result: missing (required)"},
+	{"", "", ", \"rules\": {\"default\": {\"confidence\": 0.3}}",
+	 "routes[0].rules.default.result: missing (required)"},
+	{"", "", ", \"preset\": {}", "routes[0].preset: needs \"result\" or \"text\""},
+	{"", "",
+	 ", \"output\": {\"rules\": [{\"when\": {\"field\": \"x\"}, \"deny\": {\"field\": \"y\", "
+	 "\"pattern\": \"z\"}}]}",
+	 "routes[0].output.rules[0].when.equals: missing (required)"},
 };
 
 START_TEST(test_bad_refs)
@@ -887,13 +958,15 @@ START_TEST(test_bad_refs)
 END_TEST
 
 static const struct bad bad_regex[] = {
-    {"", "", ", \"output\": {\"deny\": [{\"field\": \"a\", \"pattern\": \"((\"}]}",
-	"routes[0].output.deny[0].pattern: invalid regex: "},
-    {"", "", ", \"output\": {\"rules\": [{\"when\": {\"field\": \"x\", \"equals\": 1}, \"deny\": {\"field\": \"y\", \"pattern\": \"[a\"}}]}",
-	"routes[0].output.rules[0].deny.pattern: invalid regex: "},
-    {"", "", ", \"rules\": {\"match\": [{\"regex\": \"a{2,1}\", \"result\": {}}]}",
-	"routes[0].rules.match[0].regex: invalid regex: "},
-    {"", "", ", \"output\": {\"schema\": {\"type\": \"objekt\"}}", "routes[0].output.schema"},
+	{"", "", ", \"output\": {\"deny\": [{\"field\": \"a\", \"pattern\": \"((\"}]}",
+	 "routes[0].output.deny[0].pattern: invalid regex: "},
+	{"", "",
+	 ", \"output\": {\"rules\": [{\"when\": {\"field\": \"x\", \"equals\": 1}, \"deny\": "
+	 "{\"field\": \"y\", \"pattern\": \"[a\"}}]}",
+	 "routes[0].output.rules[0].deny.pattern: invalid regex: "},
+	{"", "", ", \"rules\": {\"match\": [{\"regex\": \"a{2,1}\", \"result\": {}}]}",
+	 "routes[0].rules.match[0].regex: invalid regex: "},
+	{"", "", ", \"output\": {\"schema\": {\"type\": \"objekt\"}}", "routes[0].output.schema"},
 };
 
 START_TEST(test_bad_regex)
@@ -903,29 +976,48 @@ START_TEST(test_bad_regex)
 END_TEST
 
 static const struct bad bad_enums[] = {
-    {"", "", ", \"retry\": {\"backoff\": \"exponentail\"}",
-	"routes[0].retry.backoff: must be one of \"none\" or \"exponential\" (got \"exponentail\"; did you mean \"exponential\"?)"},
-    {"", ", \"breaker\": {\"mode\": \"sliding\"}", "",
-	"backends[0].breaker.mode: must be one of \"consecutive\", \"count\" or \"time\" (got \"sliding\")"},
-    {"", "", ", \"on_exhausted\": \"retry\"", "routes[0].on_exhausted: must be one of \"error\" or \"manual\" (got \"retry\")"},
-    {"", "", ", \"review\": {\"overflow\": \"drop\"}", "routes[0].review.overflow: must be one of \"auto_accept_low\" or \"force_l2\""},
-    {"", "", ", \"review\": {\"priority\": \"urgent\"}", "routes[0].review.priority: must be one of \"high\", \"medium\" or \"low\""},
-    {"", "", ", \"timeout\": {\"mode\": \"adaptive\"}", "routes[0].timeout.mode: must be one of \"fixed\" or \"dynamic\""},
-    {"\"log\": {\"level\": \"verbose\"},", "", "", "log.level: must be one of \"debug\", \"info\", \"warn\" or \"error\""},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \"!=\", \"value\": 0.1}]}",
-	"routes[0].slo.alerts[0].op: must be one of \"<\", \"<=\", \">\" or \">=\""},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", \"value\": 0.1, \"window\": \"2h\"}]}",
-	"routes[0].slo.alerts[0].window: must be one of \"5m\", \"30m\", \"1h\", \"6h\", \"1d\", \"3d\" or \"30d\" (got \"2h\""},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", \"value\": 0.1, \"severity\": \"sms\"}]}",
-	"routes[0].slo.alerts[0].severity: must be one of \"page\" or \"ticket\" (got \"sms\")"},
-    {"", "", ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"smart_availabilty\", \"op\": \">\", \"value\": 0.1}]}",
-	"routes[0].slo.alerts[0].metric: must be one of \"service_availability\""},
-    {"", "", ", \"retry\": {\"retry_on\": [\"reset\", \"timeout\"]}", "routes[0].retry.retry_on[1]: unknown outcome class \"timeout\""},
-    {"", "", ", \"retry\": {\"retry_on\": [\"http5xx\"]}",
-	"routes[0].retry.retry_on[0]: unknown outcome class \"http5xx\" (did you mean \"http_5xx\"?)"},
-    {"", "", ", \"retry\": {\"retry_on\": [\"http_4xx\"]}", "routes[0].retry.retry_on[0]: \"http_4xx\" is never retried"},
-    {"", "", ", \"retry\": {\"retry_on\": [\"validation_schema\"]}",
-	"routes[0].retry.retry_on[0]: \"validation_schema\" is never retried"},
+	{"", "", ", \"retry\": {\"backoff\": \"exponentail\"}",
+	 "routes[0].retry.backoff: must be one of \"none\" or \"exponential\" (got "
+	 "\"exponentail\"; did you mean \"exponential\"?)"},
+	{"", ", \"breaker\": {\"mode\": \"sliding\"}", "",
+	 "backends[0].breaker.mode: must be one of \"consecutive\", \"count\" or \"time\" (got "
+	 "\"sliding\")"},
+	{"", "", ", \"on_exhausted\": \"retry\"",
+	 "routes[0].on_exhausted: must be one of \"error\" or \"manual\" (got \"retry\")"},
+	{"", "", ", \"review\": {\"overflow\": \"drop\"}",
+	 "routes[0].review.overflow: must be one of \"auto_accept_low\" or \"force_l2\""},
+	{"", "", ", \"review\": {\"priority\": \"urgent\"}",
+	 "routes[0].review.priority: must be one of \"high\", \"medium\" or \"low\""},
+	{"", "", ", \"timeout\": {\"mode\": \"adaptive\"}",
+	 "routes[0].timeout.mode: must be one of \"fixed\" or \"dynamic\""},
+	{"\"log\": {\"level\": \"verbose\"},", "", "",
+	 "log.level: must be one of \"debug\", \"info\", \"warn\" or \"error\""},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \"!=\", "
+	 "\"value\": 0.1}]}",
+	 "routes[0].slo.alerts[0].op: must be one of \"<\", \"<=\", \">\" or \">=\""},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", "
+	 "\"value\": 0.1, \"window\": \"2h\"}]}",
+	 "routes[0].slo.alerts[0].window: must be one of \"5m\", \"30m\", \"1h\", \"6h\", \"1d\", "
+	 "\"3d\" or \"30d\" (got \"2h\""},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"retry_rate\", \"op\": \">\", "
+	 "\"value\": 0.1, \"severity\": \"sms\"}]}",
+	 "routes[0].slo.alerts[0].severity: must be one of \"page\" or \"ticket\" (got \"sms\")"},
+	{"", "",
+	 ", \"slo\": {\"alerts\": [{\"name\": \"a\", \"metric\": \"smart_availabilty\", \"op\": "
+	 "\">\", \"value\": 0.1}]}",
+	 "routes[0].slo.alerts[0].metric: must be one of \"service_availability\""},
+	{"", "", ", \"retry\": {\"retry_on\": [\"reset\", \"timeout\"]}",
+	 "routes[0].retry.retry_on[1]: unknown outcome class \"timeout\""},
+	{"", "", ", \"retry\": {\"retry_on\": [\"http5xx\"]}",
+	 "routes[0].retry.retry_on[0]: unknown outcome class \"http5xx\" (did you mean "
+	 "\"http_5xx\"?)"},
+	{"", "", ", \"retry\": {\"retry_on\": [\"http_4xx\"]}",
+	 "routes[0].retry.retry_on[0]: \"http_4xx\" is never retried"},
+	{"", "", ", \"retry\": {\"retry_on\": [\"validation_schema\"]}",
+	 "routes[0].retry.retry_on[0]: \"validation_schema\" is never retried"},
 };
 
 START_TEST(test_bad_enums)
@@ -947,11 +1039,13 @@ START_TEST(test_bad_structure)
 	free(cause);
 
 	cause = load_err("{\"backends\": [], \"routes\": []}", CONFIG_E_INVALID);
-	ck_assert_str_eq(cause, "backends: at least one backend is required\nroutes: at least one route is required");
+	ck_assert_str_eq(cause, "backends: at least one backend is required\nroutes: at least one "
+				"route is required");
 	free(cause);
 
-	cause = load_err("{\"backends\": [{\"name\": \"b1\", \"url\": \"" URL1 "\"}], \"routes\": [{\"name\": \"r\"}]}",
-	    CONFIG_E_INVALID);
+	cause = load_err("{\"backends\": [{\"name\": \"b1\", \"url\": \"" URL1
+			 "\"}], \"routes\": [{\"name\": \"r\"}]}",
+			 CONFIG_E_INVALID);
 	ck_assert_ptr_nonnull(strstr(cause, "backends[0].model: missing (required)"));
 	ck_assert_ptr_nonnull(strstr(cause, "routes[0].targets: missing (required)"));
 	free(cause);
@@ -960,18 +1054,23 @@ END_TEST
 
 START_TEST(test_errors_all_reported)
 {
-	char *json = cfg("\"lisen\": 1, \"log\": {\"level\": \"loud\"},", ", \"breaker\": {\"failure_rate\": 2}",
-	    ", \"targets\": [{\"backend\": \"zz\"}], \"retry\": {\"multiplier\": 0.5, \"max_retrys\": 2},"
-	    " \"on_exhausted\": \"panic\"");
+	char *json = cfg("\"lisen\": 1, \"log\": {\"level\": \"loud\"},",
+			 ", \"breaker\": {\"failure_rate\": 2}",
+			 ", \"targets\": [{\"backend\": \"zz\"}], \"retry\": {\"multiplier\": 0.5, "
+			 "\"max_retrys\": 2},"
+			 " \"on_exhausted\": \"panic\"");
 	char *cause = load_err(json, CONFIG_E_INVALID);
 
 	ck_assert_int_eq(count_lines(cause), 7);
 	ck_assert_ptr_nonnull(strstr(cause, "lisen: unknown key"));
 	ck_assert_ptr_nonnull(strstr(cause, "log.level: must be one of"));
-	ck_assert_ptr_nonnull(strstr(cause, "backends[0].breaker.failure_rate: must be <= 1.0 (got 2.0)"));
-	ck_assert_ptr_nonnull(strstr(cause, "routes[0].retry.multiplier: must be >= 1.0 (got 0.5)"));
+	ck_assert_ptr_nonnull(
+		strstr(cause, "backends[0].breaker.failure_rate: must be <= 1.0 (got 2.0)"));
+	ck_assert_ptr_nonnull(
+		strstr(cause, "routes[0].retry.multiplier: must be >= 1.0 (got 0.5)"));
 	ck_assert_ptr_nonnull(strstr(cause, "routes[0].retry.max_retrys: unknown key"));
-	ck_assert_ptr_nonnull(strstr(cause, "routes[0].targets[0].backend: unknown backend \"zz\""));
+	ck_assert_ptr_nonnull(
+		strstr(cause, "routes[0].targets[0].backend: unknown backend \"zz\""));
 	ck_assert_ptr_nonnull(strstr(cause, "routes[0].on_exhausted: must be one of"));
 	free(cause);
 	free(json);
@@ -1003,8 +1102,18 @@ START_TEST(test_secrets_not_echoed)
 	char *json = cfg("", ", \"api_key\": \"sk-SECRET123\"", "");
 	char *cause = load_err(json, CONFIG_E_INVALID);
 
-	ck_assert_ptr_nonnull(strstr(cause, "backends[0].api_key: unknown key (did you mean \"api_key_env\"?)"));
+	ck_assert_ptr_nonnull(
+		strstr(cause, "backends[0].api_key: unknown key (did you mean \"api_key_env\"?)"));
 	ck_assert_ptr_null(strstr(cause, "sk-SECRET123"));
+	free(cause);
+	free(json);
+
+	/* Nor does a key pasted where the variable's name goes. */
+	json = cfg("", ", \"api_key_env\": \"sk-SECRET456\"", "");
+	cause = load_err(json, CONFIG_E_INVALID);
+	ck_assert_ptr_nonnull(
+		strstr(cause, "backends[0].api_key_env: must name an environment variable"));
+	ck_assert_ptr_null(strstr(cause, "SECRET456"));
 	free(cause);
 	free(json);
 }
@@ -1015,20 +1124,20 @@ END_TEST
 static const struct {
 	const char *text, *want;
 } bad_syntax[] = {
-    {"{\n  \"listen\": \"x\",\n}\n", "<string>:3:1: invalid JSON: trailing comma before '}'"},
-    {"{\n  // a comment\n  \"a\": 1}", "<string>:2:3: invalid JSON: comments are not allowed"},
-    {"", "<string>:1:1: invalid JSON: unexpected end of input"},
-    {"{\"a\": ", "<string>:1:7: invalid JSON: unexpected end of input"},
-    {"{'a': 1}", "<string>:1:2: invalid JSON: strings take double quotes"},
-    {"{\"a\" 1}", "<string>:1:6: invalid JSON: expected ':' after the key"},
-    {"{\"a\": 1\n \"b\": 2}", "<string>:2:2: invalid JSON: expected ',' or '}'"},
-    {"{\"a\": [1,]}", "<string>:1:10: invalid JSON: trailing comma before ']'"},
-    {"{\"a\": tru}", "<string>:1:7: invalid JSON: expected a value"},
-    {"{\"a\": \"x\ty\"}", "<string>:1:9: invalid JSON: control character in a string"},
-    {"{\"a\": 01}", "<string>:1:8: invalid JSON: expected ',' or '}'"},
-    {"{} {}", "<string>:1:4: invalid JSON: unexpected text after the JSON value"},
-    {"{\"名前\": \"é\", x}", "<string>:1:13: invalid JSON: expected a double-quoted key"},
-    {"{\"a\": \"\\q\"}", "<string>:1:9: invalid JSON: invalid escape in a string"},
+	{"{\n  \"listen\": \"x\",\n}\n", "<string>:3:1: invalid JSON: trailing comma before '}'"},
+	{"{\n  // a comment\n  \"a\": 1}", "<string>:2:3: invalid JSON: comments are not allowed"},
+	{"", "<string>:1:1: invalid JSON: unexpected end of input"},
+	{"{\"a\": ", "<string>:1:7: invalid JSON: unexpected end of input"},
+	{"{'a': 1}", "<string>:1:2: invalid JSON: strings take double quotes"},
+	{"{\"a\" 1}", "<string>:1:6: invalid JSON: expected ':' after the key"},
+	{"{\"a\": 1\n \"b\": 2}", "<string>:2:2: invalid JSON: expected ',' or '}'"},
+	{"{\"a\": [1,]}", "<string>:1:10: invalid JSON: trailing comma before ']'"},
+	{"{\"a\": tru}", "<string>:1:7: invalid JSON: expected a value"},
+	{"{\"a\": \"x\ty\"}", "<string>:1:9: invalid JSON: control character in a string"},
+	{"{\"a\": 01}", "<string>:1:8: invalid JSON: expected ',' or '}'"},
+	{"{} {}", "<string>:1:4: invalid JSON: unexpected text after the JSON value"},
+	{"{\"名前\": \"é\", x}", "<string>:1:13: invalid JSON: expected a double-quoted key"},
+	{"{\"a\": \"\\q\"}", "<string>:1:9: invalid JSON: invalid escape in a string"},
 };
 
 START_TEST(test_syntax)
@@ -1036,7 +1145,7 @@ START_TEST(test_syntax)
 	char *cause = load_err(bad_syntax[_i].text, CONFIG_E_SYNTAX);
 
 	ck_assert_msg(strstr(cause, bad_syntax[_i].want) == cause, "want \"%s\", got \"%s\"",
-	    bad_syntax[_i].want, cause);
+		      bad_syntax[_i].want, cause);
 	free(cause);
 }
 END_TEST
@@ -1156,7 +1265,8 @@ START_TEST(test_example_address)
 	ck_assert_int_eq(b->breaker.open_ms, 15000);
 	ck_assert_int_eq(b->breaker.half_open_probes, 5);
 	ck_assert_int_eq(b->max_concurrent, 60);
-	ck_assert_uint_eq(r->retry.retry_on, OUTCOME_BIT(OUTCOME_HTTP_429) | OUTCOME_BIT(OUTCOME_HTTP_5XX));
+	ck_assert_uint_eq(r->retry.retry_on,
+			  OUTCOME_BIT(OUTCOME_HTTP_429) | OUTCOME_BIT(OUTCOME_HTTP_5XX));
 	ck_assert_int_eq(r->retry.base_ms, 500);
 	ck_assert_double_eq(r->retry.multiplier, 2.0);
 	ck_assert_int_eq(r->retry.max_ms, 8000);
@@ -1203,7 +1313,8 @@ END_TEST
 START_TEST(test_example_demo)
 {
 	struct config *c = example_load("demo.json");
-	const struct route_cfg *intent = config_route(c, "intent"), *ticket = config_route(c, "ticket");
+	const struct route_cfg *intent = config_route(c, "intent"),
+			       *ticket = config_route(c, "ticket");
 	int i, canary = 0;
 
 	ck_assert_ptr_nonnull(intent);

@@ -61,8 +61,8 @@ START_TEST(test_parse_good)
 				      "   tok-viewer-0002\tviewer   grafana  \r\n"
 				      "\t# indented comment\n"
 				      "tok-operator-003 operator alice",
-			     &t, &cause),
-	    0);
+				      &t, &cause),
+			 0);
 	ck_assert_ptr_null(cause);
 	ck_assert_int_eq(t->n, 3);
 	ck_assert_str_eq(t->v[0].token, "tok-caller-0001");
@@ -93,17 +93,18 @@ START_TEST(test_parse_bad_lines)
 				      "secret-BBBB viewer\n"
 				      "secret-CCCC caller carol extra\n"
 				      "good-token-1 viewer dave\n",
-			     &t, &cause),
-	    TOKENS_E_INVALID);
+				      &t, &cause),
+			 TOKENS_E_INVALID);
 	ck_assert_ptr_null(t);
 	ck_assert_ptr_nonnull(cause);
-	ck_assert_str_eq(cause,
-	    "line 2: unknown role \"admin\" (expected caller, viewer or operator)\n"
-	    "line 4: expected \"<token> <role> <name>\" (fewer than three fields)\n"
-	    "line 5: expected \"<token> <role> <name>\" (more than three fields)\n"
-	    "line 6: duplicate token (same as line 1)");
+	ck_assert_str_eq(
+		cause, "line 2: second field is not a role (expected caller, viewer or operator)\n"
+		       "line 4: expected \"<token> <role> <name>\" (fewer than three fields)\n"
+		       "line 5: expected \"<token> <role> <name>\" (more than three fields)\n"
+		       "line 6: duplicate token (same as line 1)");
 	/* Secrets never reach a message. */
 	ck_assert_ptr_null(strstr(cause, "secret-"));
+	ck_assert_ptr_null(strstr(cause, "admin"));
 	ck_assert_ptr_null(strstr(cause, "good-token"));
 	free(cause);
 }
@@ -114,9 +115,28 @@ START_TEST(test_parse_control_bytes)
 	struct tokens *t = NULL;
 	char *cause = NULL;
 
-	ck_assert_int_eq(tokens_parse("tok\x01x caller a\ntok2 caller b\x7f\n", &t, &cause), TOKENS_E_INVALID);
+	ck_assert_int_eq(tokens_parse("tok\x01x caller a\ntok2 caller b\x7f\n", &t, &cause),
+			 TOKENS_E_INVALID);
 	ck_assert_str_eq(cause, "line 1: token holds a control or non-ASCII byte\n"
 				"line 2: name holds a control byte");
+	free(cause);
+}
+END_TEST
+
+START_TEST(test_no_secret_in_cause)
+{
+	struct tokens *t = NULL;
+	char *cause = NULL;
+
+	/* Fields in the wrong order put the secret where the role goes. */
+	ck_assert_int_eq(tokens_parse("alice tok-SECRET-9f3a operator\n"
+				      "tok-SECRET-77 operator\n",
+				      &t, &cause),
+			 TOKENS_E_INVALID);
+	ck_assert_str_eq(cause, "line 1: second field is not a role (expected caller, viewer or "
+				"operator)\nline 2: expected \"<token> <role> <name>\" (fewer than "
+				"three fields)");
+	ck_assert_ptr_null(strstr(cause, "SECRET"));
 	free(cause);
 }
 END_TEST
@@ -165,7 +185,7 @@ START_TEST(test_load_errors)
 
 	path = file_write("ok-token caller a\nbad-token root b\n", 0400);
 	ck_assert_int_eq(tokens_load(path, &t, &cause), TOKENS_E_INVALID);
-	want = xasprintf("%s: line 2: unknown role \"root\"", path);
+	want = xasprintf("%s: line 2: second field is not a role", path);
 	ck_assert_ptr_nonnull(strstr(cause, want));
 	free(want);
 	free(cause);
@@ -179,7 +199,9 @@ START_TEST(test_find)
 	char *cause = NULL;
 	const struct token *k;
 
-	ck_assert_int_eq(tokens_parse("abcdef caller a\nabcdefgh viewer b\nzzz operator c\n", &t, &cause), 0);
+	ck_assert_int_eq(
+		tokens_parse("abcdef caller a\nabcdefgh viewer b\nzzz operator c\n", &t, &cause),
+		0);
 	k = tokens_find(t, "abcdefgh");
 	ck_assert_ptr_nonnull(k);
 	ck_assert_str_eq(k->name, "b");
@@ -222,6 +244,7 @@ tokens_suite(void)
 		{"parse_good", test_parse_good},
 		{"parse_bad_lines", test_parse_bad_lines},
 		{"parse_control_bytes", test_parse_control_bytes},
+		{"no_secret_in_cause", test_no_secret_in_cause},
 		{"load_perms", test_load_perms},
 		{"load_errors", test_load_errors},
 		{"find", test_find},

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -82,6 +83,17 @@ bench_produce(void *arg)
 	return NULL;
 }
 
+/* CPU time (user + system) this process has used, in microseconds. */
+static int64_t
+bench_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+	    ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
 static int
 bench_cmp(const void *a, const void *b)
 {
@@ -99,7 +111,7 @@ main(int argc, char **argv)
 	struct store_op op;
 	struct store_val jv[8];
 	struct store *st = NULL;
-	int64_t rows = 1000000, t0, t1, lat[BENCH_COMMITS], per;
+	int64_t rows = 1000000, t0, t1, c0, c1, lat[BENCH_COMMITS], per;
 	uint64_t refused = 0;
 	const char *base = "/tmp";
 	char tmpl[512], path[600], reqid[32], *cause = NULL;
@@ -132,6 +144,7 @@ main(int argc, char **argv)
 	}
 
 	per = rows / nthreads;
+	c0 = bench_cpu_us();
 	t0 = bench_now_us();
 	for (i = 0; i < nthreads; i++) {
 		prod[i].st = st;
@@ -146,12 +159,16 @@ main(int argc, char **argv)
 	}
 	store_flush(st);
 	t1 = bench_now_us();
+	c1 = bench_cpu_us();
 	store_get_stats(st, &stats);
 	printf("attempt rows:     %" PRId64 " from %d producer thread(s)\n",
 	    rows, nthreads);
 	printf("elapsed:          %.3f s\n", (double)(t1 - t0) / 1e6);
 	printf("throughput:       %.0f rows/s\n",
 	    (double)rows * 1e6 / (double)(t1 - t0));
+	printf("cpu:              %.3f s (user+sys, all threads): %.0f rows "
+	    "per CPU-second\n", (double)(c1 - c0) / 1e6,
+	    (double)rows * 1e6 / (double)(c1 - c0));
 	printf("batches:          %" PRIu64 " (max %" PRIu64 " rows, "
 	    "avg %.0f)\n", stats.batches, stats.max_batch_rows,
 	    stats.batches ? (double)stats.rows_written /

@@ -176,7 +176,8 @@ static const struct {
 	{ "confidence_out_of_range", "{\"intent\":\"refund\","
 	    "\"confidence\":1.7,\"summary\":\"customer wants a refund\"}" },
 	{ "confidence_string", "{\"intent\":\"refund\","
-	    "\"confidence\":\"0.85\",\"summary\":\"customer wants a refund\"}" },
+	    "\"confidence\":\"0.85\","
+	    "\"summary\":\"customer wants a refund\"}" },
 	{ "key_case", "{\"Intent\":\"refund\",\"CONFIDENCE\":0.9,"
 	    "\"Summary\":\"customer wants a refund\"}" },
 	{ "empty", "" },
@@ -411,7 +412,8 @@ START_TEST(test_script)
 		ck_assert_int_eq(chat("sc", NULL, 5000, &r), 0);
 		ck_assert_int_eq(r.status, want[i]);
 		if (want[i] == 200)
-			ck_assert_ptr_nonnull(strstr(r.body, "Hope this helps"));
+			ck_assert_ptr_nonnull(strstr(r.body,
+			    "Hope this helps"));
 		http_resp_free(&r);
 	}
 	ck_assert_int_eq(stat_num("sc", "script_left"), 0);

@@ -1,0 +1,269 @@
+#pragma once
+/*
+ * model: the console's picture of the daemon. Parsers turn the control
+ * API's JSON (API.md) into plain structs with bounded strings, so screens
+ * read fields without touching cJSON and rendering allocates nothing; the
+ * history keeps per-route samples of the 1 Hz snapshots for sparklines;
+ * the event ring keeps the tail of /v1/events; pure helpers (weights
+ * steps, review ordering, filter matching) live here so they are tested
+ * with literals.
+ *
+ * Parsers are pure and run on the fetch thread; the results are handed to
+ * the UI thread, which owns them from then on. A missing or null number is
+ * NAN (doubles) or -1 (counts), a missing time is 0, a missing string "".
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#define MODEL_NAME_MAX	  64
+#define MODEL_TEXT_MAX	  256
+#define MODEL_TARGETS_MAX 16
+#define MODEL_BIG_MAX	  (64 * 1024) /* review input / output excerpts */
+#define HIST_LEN	  600	      /* samples kept per route: 10 min at 1 Hz */
+
+enum model_e {
+	MODEL_E_PARSE = 1, /* not JSON, or not the expected shape; *cause says what */
+};
+
+enum breaker_st {
+	BS_UNKNOWN = 0,
+	BS_CLOSED,
+	BS_HALF_OPEN,
+	BS_OPEN,
+	BS_FORCED_OPEN,
+	BS_FORCED_CLOSED,
+};
+
+struct target_v {
+	char backend[MODEL_NAME_MAX];
+	int weight;
+	int canary;
+};
+
+struct route_v {
+	char name[MODEL_NAME_MAX];
+	int level;
+	int auto_level;
+	int forced; /* forced_level present: the fields below are set */
+	int forced_lvl;
+	char forced_actor[MODEL_NAME_MAX];
+	char forced_reason[MODEL_TEXT_MAX];
+	int64_t forced_until; /* epoch ms; 0: until released */
+	int budget_ms;
+	struct target_v targets[MODEL_TARGETS_MAX];
+	int ntargets;
+	double rps;	    /* rps_1m */
+	double p50_ms;	    /* p50_ms_1m */
+	double p99_ms;	    /* p99_ms_1m */
+	int review_pending; /* -1: not reported */
+};
+
+struct backend_v {
+	char name[MODEL_NAME_MAX];
+	char version[32];
+	char state[20]; /* as the daemon spelled it */
+	enum breaker_st st;
+	char mode[16];
+	int failures;
+	int calls_in_window;
+	double failure_rate;
+	double slow_call_rate;
+	int64_t opened_at;    /* epoch ms, 0: none */
+	int64_t half_open_at; /* epoch ms, 0: none */
+	int has_transition;
+	int64_t tr_at;
+	char tr_from[20];
+	char tr_to[20];
+	char tr_reason[MODEL_TEXT_MAX];
+	int inflight;
+	int max_concurrent;
+	double health;
+	double p90_ms;
+};
+
+struct state_v {
+	char version[32];
+	int64_t started_at;
+	int64_t uptime_s;
+	int inflight;
+	struct route_v *routes;
+	int nroutes;
+	struct backend_v *backends;
+	int nbackends;
+};
+
+enum { SLO_5M, SLO_30M, SLO_1H, SLO_6H, SLO_1D, SLO_3D, SLO_30D, SLO_NWIN };
+extern const char *const model_slo_windows[SLO_NWIN];
+
+struct slo_window_v {
+	int present;
+	int64_t total;
+	int64_t service_good;
+	int64_t smart_good;
+	double service; /* availabilities: NAN when total is 0 */
+	double smart;
+	double latency_ok;
+	double timeout_rate;
+	double retry_rate;
+	double format_violation_rate;
+};
+
+struct slo_route_v {
+	char route[MODEL_NAME_MAX];
+	double obj_service;
+	double obj_smart;
+	double obj_latency_ms;
+	double obj_latency_target;
+	struct slo_window_v w[SLO_NWIN];
+	double budget_service; /* error budget remaining, fraction (may be < 0) */
+	double budget_smart;
+	double burn_service; /* burn_rate_1h */
+	double burn_smart;
+};
+
+struct slo_v {
+	struct slo_route_v *routes;
+	int n;
+};
+
+struct alert_v {
+	char id[32];
+	char rule[MODEL_NAME_MAX];
+	char route[MODEL_NAME_MAX];
+	char severity[16];
+	char state[16];
+	double value;
+	double threshold;
+	int64_t since;
+	int64_t resolved_at;
+};
+
+struct alerts_v {
+	struct alert_v *v;
+	int n;
+};
+
+struct review_v {
+	int64_t id;
+	char route[MODEL_NAME_MAX];
+	char request_id[96];
+	char priority[16];
+	char reason[MODEL_NAME_MAX];
+	char state[16];
+	int64_t created_at;
+	int64_t due_at;
+	int overdue;
+	char *input;	  /* text (a JSON input is printed compactly) */
+	char *raw_output; /* text */
+	char *result;	  /* JSON text, or NULL */
+	char *alt_result; /* JSON text, or NULL */
+	double confidence;
+	char reviewer[MODEL_NAME_MAX];
+	int64_t decision_at;
+};
+
+struct reviews_v {
+	struct review_v *v;
+	int n;
+	int pending; /* counts.pending, -1 when absent */
+	int overdue;
+};
+
+struct event_v {
+	int64_t id;
+	int64_t at;
+	char kind[32];
+	char subject[MODEL_NAME_MAX];
+	char *detail; /* text (an object is printed compactly) */
+};
+
+struct events_v {
+	struct event_v *v;
+	int n;
+};
+
+/* Parsers: 0 with *out owned by the caller, or MODEL_E_PARSE with *cause. */
+int model_parse_state(const char *json, size_t len, struct state_v **out, char **cause);
+int model_parse_slo(const char *json, size_t len, struct slo_v **out, char **cause);
+int model_parse_alerts(const char *json, size_t len, struct alerts_v **out, char **cause);
+/* A list ({"items": [...]}) or, with single set, one item object. */
+int model_parse_reviews(const char *json, size_t len, int single, struct reviews_v **out,
+			char **cause);
+int model_parse_events(const char *json, size_t len, struct events_v **out, char **cause);
+/* One route object (the answer of the level endpoints). */
+int model_parse_route(const char *json, size_t len, struct route_v *out, char **cause);
+
+void state_free(struct state_v *s);
+void slo_free(struct slo_v *s);
+void alerts_free(struct alerts_v *a);
+void reviews_free(struct reviews_v *r);
+void events_free(struct events_v *e);
+
+enum breaker_st breaker_st_parse(const char *name);
+/* The backend / route / slo row with that name, or NULL. */
+const struct backend_v *state_backend(const struct state_v *s, const char *name);
+const struct route_v *state_route(const struct state_v *s, const char *name);
+const struct slo_route_v *slo_route(const struct slo_v *s, const char *name);
+/* Alerts in state "firing" for route (NULL: all routes). */
+int alerts_firing(const struct alerts_v *a, const char *route);
+
+/* Sort review items oldest due first (due_at 0 last), then by id. */
+void reviews_sort(struct reviews_v *r);
+
+/*
+ * Per-route samples for sparklines. history_push() appends one sample
+ * (NAN allowed) to the route's series, creating it; history_find() returns
+ * the series or NULL. history_get() copies the last count samples of a
+ * series, oldest first, into out and returns how many there were.
+ */
+struct hist_series {
+	char name[MODEL_NAME_MAX];
+	float rps[HIST_LEN];
+	float smart[HIST_LEN];
+	int head; /* next slot to write */
+	int n;	  /* samples held, <= HIST_LEN */
+};
+
+struct history {
+	struct hist_series *s;
+	int n;
+	int cap;
+	int hint; /* where the next lookup starts */
+};
+
+enum hist_what { HIST_RPS, HIST_SMART };
+
+void history_push(struct history *h, const char *name, double rps, double smart);
+const struct hist_series *history_find(const struct history *h, const char *name);
+int history_get(const struct hist_series *s, enum hist_what what, int count, float *out);
+void history_free(struct history *h);
+
+/*
+ * The tail of /v1/events: at most cap events, oldest dropped. push() takes
+ * over the details of e (e stays valid but its details become NULL) and
+ * skips ids <= last_id. get(i) is the i-th oldest held.
+ */
+struct event_ring {
+	struct event_v *v;
+	int cap;
+	int head; /* index of the oldest */
+	int n;
+	int64_t last_id;
+};
+
+void event_ring_init(struct event_ring *r, int cap);
+void event_ring_push(struct event_ring *r, struct events_v *e);
+const struct event_v *event_ring_get(const struct event_ring *r, int i);
+void event_ring_free(struct event_ring *r);
+
+/*
+ * Step the weight of target idx among n weights (cur) up (dir > 0) or
+ * down through the canary ladder 0, 1, 5, 10, 20, 25, 50, 75, 100 percent
+ * of the total; the other targets share the rest in proportion to their
+ * current weights (equally when they are all 0). out gets the new weights
+ * summing to 100. 0, or 1 when there is no further step (or n < 2).
+ */
+int weights_step(const int *cur, int n, int idx, int dir, int *out);
+
+/* Case-insensitive substring match of needle in any of the strings (NULL-terminated list). */
+int filter_match(const char *needle, const char *const *fields);
