@@ -18,8 +18,9 @@
  * `overrides` rows: kind "level" value {"level":N} (actor, reason, until in
  * their columns); kind "weights" value {"<backend>":W,...} for every
  * primary target; kind "breaker" value {"state":"forced_open"|"forced_closed"}
- * ("auto" deletes the row). A TTL that ends while the daemon runs leaves its
- * row behind until the next start, where control_restore() drops it.
+ * ("auto" deletes the row). A TTL that ends while the daemon runs: the
+ * engine calls control_level_expired(), which deletes the row; a TTL that
+ * ended while the daemon was down: control_restore() drops the row.
  */
 #include "control.h"
 
@@ -263,6 +264,14 @@ out:
 	free(before);
 	free(after);
 	return r;
+}
+
+void
+control_level_expired(struct engine *e, int route)
+{
+	struct store_val v[] = { SVT("level"), SVT(e->routes[route].cfg->name) };
+
+	store_put(e->store, STORE_OVERRIDE_DELETE, v, (int)ARRAY_SIZE(v));
 }
 
 /* {"<backend>": w, ...} of route's primary targets. */

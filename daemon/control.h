@@ -70,3 +70,10 @@ int control_restore(struct engine *e, char **cause);
  * null when none (the "forced_level" of API.md). Caller deletes.
  */
 cJSON *control_forced_json(const struct engine *e, int route);
+
+/*
+ * engine_route_level() cleared route's forced level because its TTL
+ * passed: drop its `overrides` row (async, ordered before any later
+ * commit). Engine thread.
+ */
+void control_level_expired(struct engine *e, int route);

@@ -63,7 +63,7 @@ struct store_stmt_def {
 /* The writer's statements; column orders are documented in store.h. */
 static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 	[STORE_CALL_INSERT] = { "call_insert",
-	    "INSERT INTO calls (id, request_id, route, started_at, "
+	    "INSERT OR REPLACE INTO calls (id, request_id, route, started_at, "
 	    "finished_at, elapsed_ms, budget_ms, level, source, backend, "
 	    "degraded, reason, attempts, confidence, review, http_status, "
 	    "input, result, response, status) VALUES (?1, ?2, ?3, ?4, ?5, "

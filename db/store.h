@@ -54,7 +54,10 @@ enum store_stmt {
 	 * INSERT calls: ?1 id, request_id, route, started_at, ?5 finished_at,
 	 * elapsed_ms, budget_ms, level, source, ?10 backend, degraded[0],
 	 * reason, attempts[0], confidence, ?15 review[0], http_status, input,
-	 * result, response, ?20 status (done|failed).
+	 * result, response, ?20 status (done|failed). A row with the same
+	 * (route, request_id) is replaced: a request id reused after its
+	 * idempotency TTL, or an async job re-run after a crash, keeps one
+	 * row, the latest.
 	 */
 	STORE_CALL_INSERT,
 	/*

@@ -1,0 +1,364 @@
+/*
+ * Integration: every rung of the ladder reached for the right reason,
+ * auto escalation and recovery, and the durable async queue (including a
+ * kill -9 between the 202 and the result).
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "itd.h"
+
+#define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
+#define BACKENDS                                                                                   \
+	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","    \
+	"\"model\":\"big\",\"breaker\":{\"failure_threshold\":1000}},"                             \
+	"{\"name\":\"backup\",\"url\":\"@MOCK@/b/backup/v1/chat/completions\",\"model\":\"small\"," \
+	"\"breaker\":{\"failure_threshold\":1000}}],"
+#define OUTPUT                                                                                     \
+	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"],\"properties\":"    \
+	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\",\"other\"]}}}," \
+	"\"review_below\":0.0}"
+
+static struct itd T;
+
+static void
+teardown(void)
+{
+	itd_stop(&T);
+}
+
+static void
+start(const char *route_extra)
+{
+	char *cfg = NULL;
+
+	ck_assert_int_ge(asprintf(&cfg,
+				  HEAD BACKENDS "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,"
+						"\"targets\":[{\"backend\":\"primary\"}],"
+						"\"retry\":{\"max_retries\":0}," OUTPUT "%s%s}]}",
+				  route_extra[0] ? "," : "", route_extra),
+			 0);
+	ck_assert_int_eq(itd_start(&T, cfg), 0);
+	free(cfg);
+}
+
+static cJSON *
+call(const char *body, long want)
+{
+	struct http_resp r;
+	cJSON *o;
+
+	ck_assert_int_eq(itd_call(&T, "intent", body, 10000, &r), 0);
+	ck_assert_msg(r.status == want, "status %ld want %ld: %s", r.status, want, r.body);
+	o = itd_json(&r);
+	http_resp_free(&r);
+	ck_assert_ptr_nonnull(o);
+	return o;
+}
+
+#define BACKUP "\"backup\":{\"targets\":[{\"backend\":\"backup\"}],\"temperature\":0.1}"
+#define RULES_NO_DEFAULT                                                                           \
+	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},\"confidence\":0.6}]}"
+#define CACHE "\"cache\":{\"enabled\":true,\"ttl_s\":3600}"
+#define PRESET "\"preset\":{\"result\":{\"intent\":\"other\"},\"text\":\"Sorry, try again shortly.\"}"
+
+START_TEST(primary_down_backup_answers)
+{
+	cJSON *o, *st, *body;
+
+	start(BACKUP "," RULES_NO_DEFAULT);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":500}"), 0);
+	o = call("{\"input\":\"refund\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "backup");
+	ck_assert_str_eq(itd_str(o, "backend"), "backup");
+	ck_assert_str_eq(itd_str(o, "reason"), "http_5xx");
+	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "degraded")));
+	cJSON_Delete(o);
+	/* the backup step used its own temperature */
+	st = mock_stats(&T.mock);
+	body = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
+								       "backup"),
+						   "last_request"),
+				 "body");
+	ck_assert_double_eq_tol(itd_num(body, "temperature"), 0.1, 1e-9);
+	ck_assert_str_eq(itd_str(body, "model"), "small");
+	cJSON_Delete(st);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='primary' AND to_step='backup' "
+				       "AND reason='http_5xx'"), 1);
+}
+END_TEST
+
+START_TEST(both_down_rules_answer)
+{
+	cJSON *o;
+
+	start(BACKUP "," RULES_NO_DEFAULT);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":503}"), 0);
+	ck_assert_int_eq(mock_set(&T.mock, "backup", "{\"preset\":\"wrong_enum\"}"), 0);
+	o = call("{\"input\":\"I want a REFUND\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "rules");
+	ck_assert_str_eq(itd_str(o, "reason"), "http_5xx");
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "refund");
+	ck_assert_double_eq_tol(itd_num(o, "confidence"), 0.6, 1e-9);
+	cJSON_Delete(o);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "degradations WHERE to_step='rules' AND reason='validation_schema'"), 1);
+	ck_assert_int_eq(itd_count(&T, "validation_failures WHERE stage='schema' AND rule='enum'"), 1);
+}
+END_TEST
+
+START_TEST(no_rule_then_cache_then_preset)
+{
+	cJSON *o;
+
+	start(RULES_NO_DEFAULT "," CACHE "," PRESET);
+	o = call("{\"input\":\"Where is my parcel?\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "llm");
+	cJSON_Delete(o);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":500}"), 0);
+	/* same input once normalised (case, white space): the cache answers */
+	o = call("{\"input\":\"  where IS my   parcel?\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "cache");
+	ck_assert_str_eq(itd_str(o, "reason"), "http_5xx");
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "refund");
+	cJSON_Delete(o);
+	/* an input nobody knows: the preset */
+	o = call("{\"input\":\"something new\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "preset");
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "other");
+	cJSON_Delete(o);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='rules' AND to_step='cache' "
+				       "AND reason='rules_no_match'"), 2);
+	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='cache' AND to_step='preset' "
+				       "AND reason='cache_miss'"), 1);
+	/* the cache survives a restart (SQLite behind the memory front) */
+	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
+	ck_assert_int_eq(itd_restart_daemon(&T), 0);
+	o = call("{\"input\":\"where is my parcel?\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "cache");
+	cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(exhausted_error_is_503)
+{
+	struct http_resp r;
+	cJSON *o;
+
+	start(RULES_NO_DEFAULT);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":500}"), 0);
+	ck_assert_int_eq(itd_call(&T, "intent", "{\"input\":\"unknown thing\"}", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 503);
+	o = itd_json(&r);
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "error"), "code"), "exhausted");
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "error"), "reason"), "http_5xx");
+	cJSON_Delete(o);
+	http_resp_free(&r);
+}
+END_TEST
+
+START_TEST(exhausted_manual_enqueues_review)
+{
+	cJSON *o;
+
+	start(RULES_NO_DEFAULT ",\"on_exhausted\":\"manual\"");
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"hang\":true}"), 0);
+	o = call("{\"input\":\"unknown thing\",\"budget_ms\":300,\"request_id\":\"man-1\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "manual");
+	ck_assert_str_eq(itd_str(o, "review"), "pending");
+	ck_assert_str_eq(itd_str(o, "reason"), "first_byte_timeout");
+	cJSON_Delete(o);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE request_id='man-1' AND reason='manual' AND "
+				       "state='pending' AND input='unknown thing'"), 1);
+}
+END_TEST
+
+START_TEST(escalation_and_recovery)
+{
+	cJSON *o;
+	int i;
+
+	start(BACKUP "," RULES_NO_DEFAULT "," PRESET ",\"escalation\":{\"l1_after\":2,\"l2_after\":2,"
+		     "\"window_s\":60,\"error_rate\":1.0,\"min_calls\":1000,\"recover_after_s\":2}");
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"preset\":\"wrong_enum\"}"), 0);
+	ck_assert_int_eq(mock_set(&T.mock, "backup", "{\"status\":500}"), 0);
+	for (i = 0; i < 2; i++) {
+		o = call("{\"input\":\"refund\"}", 200);
+		ck_assert_int_eq((int)itd_num(o, "level"), 0);
+		cJSON_Delete(o);
+	}
+	/* two validation failures at L0: auto level 1, calls start at the backup */
+	for (i = 0; i < 2; i++) {
+		o = call("{\"input\":\"refund\"}", 200);
+		ck_assert_int_eq((int)itd_num(o, "level"), 1);
+		ck_assert_str_eq(itd_str(o, "reason"), "auto_level");
+		cJSON_Delete(o);
+	}
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 2);
+	/* two failures at L1: level 2, rules only, no model touched */
+	o = call("{\"input\":\"refund\"}", 200);
+	ck_assert_int_eq((int)itd_num(o, "level"), 2);
+	ck_assert_str_eq(itd_str(o, "source"), "rules");
+	ck_assert_int_eq((int)itd_num(o, "attempts"), 0);
+	cJSON_Delete(o);
+	/* the two L0 calls fell through the backup too: 2 + 2 */
+	ck_assert_int_eq(mock_requests(&T.mock, "backup"), 4);
+	/* recovery: 2 s at level 2 → 1; the healthy backup keeps it there; 2 s more → 0 */
+	ck_assert_int_eq(mock_set(&T.mock, "backup", "{}"), 0);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{}"), 0);
+	usleep(3100 * 1000);
+	o = call("{\"input\":\"refund\"}", 200);
+	ck_assert_int_eq((int)itd_num(o, "level"), 1);
+	ck_assert_str_eq(itd_str(o, "source"), "backup");
+	cJSON_Delete(o);
+	usleep(2100 * 1000);
+	o = call("{\"input\":\"refund\"}", 200);
+	ck_assert_int_eq((int)itd_num(o, "level"), 0);
+	ck_assert_str_eq(itd_str(o, "source"), "llm");
+	cJSON_Delete(o);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 0 -> 1%'"), 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 2%'"), 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 2 -> 1%'"), 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 0%'"), 1);
+}
+END_TEST
+
+/* Poll GET /v1/requests/{id} until its status is want (or time runs out). */
+static cJSON *
+wait_status(const char *id, const char *want, int timeout_ms)
+{
+	char path[128];
+	int64_t end = harness_now_ms() + timeout_ms;
+
+	snprintf(path, sizeof path, "/v1/requests/%s", id);
+	while (harness_now_ms() < end) {
+		struct http_resp r;
+		cJSON *o;
+
+		if (itd_req(&T, "GET", path, NULL, NULL, 2000, &r) == 0 && r.status == 200) {
+			o = itd_json(&r);
+			http_resp_free(&r);
+			if (o && strcmp(itd_str(o, "status"), want) == 0)
+				return o;
+			cJSON_Delete(o);
+		} else {
+			http_resp_free(&r);
+		}
+		usleep(50 * 1000);
+	}
+	return NULL;
+}
+
+START_TEST(async_job_runs_and_calls_back)
+{
+	char body[512], *cb;
+	cJSON *o, *st, *last;
+
+	start(RULES_NO_DEFAULT);
+	cb = mock_url(&T.mock, "/b/callback/v1/chat/completions");
+	snprintf(body, sizeof body,
+		 "{\"input\":\"refund\",\"mode\":\"async\",\"request_id\":\"job-1\",\"callback_url\":\"%s\"}",
+		 cb);
+	free(cb);
+	o = call(body, 202);
+	ck_assert_str_eq(itd_str(o, "status"), "queued");
+	ck_assert_str_eq(itd_str(o, "request_id"), "job-1");
+	cJSON_Delete(o);
+	/* durable before the 202 was sent */
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='job-1'"), 1);
+	o = wait_status("job-1", "done", 5000);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "response"), "source"), "llm");
+	cJSON_Delete(o);
+	/* the callback arrived (the mock records any POST under /b/<name>/...) */
+	usleep(300 * 1000);
+	st = mock_stats(&T.mock);
+	last = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
+								       "callback"),
+						   "last_request"),
+				 "body");
+	ck_assert_str_eq(itd_str(last, "event"), "result");
+	ck_assert_str_eq(itd_str(last, "request_id"), "job-1");
+	cJSON_Delete(st);
+	/* the same request id again: still one job */
+	o = call("{\"input\":\"refund\",\"mode\":\"async\",\"request_id\":\"job-1\"}", 202);
+	ck_assert_str_eq(itd_str(o, "status"), "done");
+	cJSON_Delete(o);
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='job-1'"), 1);
+}
+END_TEST
+
+START_TEST(async_job_survives_kill_9)
+{
+	cJSON *o, *st, *h;
+
+	start(RULES_NO_DEFAULT);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":1500}"), 0);
+	o = call("{\"input\":\"refund\",\"mode\":\"async\",\"request_id\":\"job-k9\"}", 202);
+	cJSON_Delete(o);
+	usleep(400 * 1000); /* the job is running, its upstream call in flight */
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 1);
+	ck_assert_int_eq(itd_kill_daemon(&T, SIGKILL), 128 + SIGKILL);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{}"), 0);
+	ck_assert_int_eq(itd_restart_daemon(&T), 0);
+	o = wait_status("job-k9", "done", 5000);
+	ck_assert_ptr_nonnull(o);
+	cJSON_Delete(o);
+	/* run again upstream with the same X-Request-ID, recorded once */
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 2);
+	st = mock_stats(&T.mock);
+	h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
+								      "primary"),
+						  "last_request"),
+				"headers");
+	ck_assert_str_eq(itd_str(h, "x-request-id"), "job-k9");
+	cJSON_Delete(st);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='job-k9' AND state='done' AND tries=2"), 1);
+	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='job-k9'"), 1);
+	ck_assert_str_eq(db_scalar_text(T.db, "PRAGMA integrity_check"), "ok");
+}
+END_TEST
+
+static Suite *
+ladder_suite(void)
+{
+	Suite *s = suite_create("ladder");
+	TCase *tc;
+
+#define ADD(t)                                                                                     \
+	tc = tcase_create(#t);                                                                     \
+	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
+	tcase_set_timeout(tc, 60);                                                                 \
+	tcase_add_test(tc, t);                                                                     \
+	suite_add_tcase(s, tc)
+	ADD(primary_down_backup_answers);
+	ADD(both_down_rules_answer);
+	ADD(no_rule_then_cache_then_preset);
+	ADD(exhausted_error_is_503);
+	ADD(exhausted_manual_enqueues_review);
+	ADD(escalation_and_recovery);
+	ADD(async_job_runs_and_calls_back);
+	ADD(async_job_survives_kill_9);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(ladder_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
