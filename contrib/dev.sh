@@ -24,6 +24,14 @@ deps() {
 			missing+=("$p")
 		fi
 	done
+	# The OpenAI SDK test needs Node.js and npm; machines that ship them
+	# outside Debian's packages keep theirs.
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		for p in nodejs npm; do
+			dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+				missing+=("$p")
+		done
+	fi
 	if [ ${#missing[@]} -eq 0 ]; then
 		log "deps: all ${#PACKAGES[@]} packages present"
 		return 0

@@ -67,7 +67,8 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 					"elapsed_ms IS NOT NULL";
 	static const char rank_sql[] = "SELECT elapsed_ms FROM calls WHERE route = ?1 AND "
 				       "started_at >= ?2 AND finished_at >= ?3 AND "
-				       "elapsed_ms IS NOT NULL ORDER BY elapsed_ms LIMIT 1 OFFSET ?4";
+				       "elapsed_ms IS NOT NULL "
+				       "ORDER BY elapsed_ms LIMIT 1 OFFSET ?4";
 	int64_t n;
 
 	n = store_reader_int(e->reader, count_sql, v, 3, 0);
@@ -133,14 +134,15 @@ breaker_json(struct backend_rt *b, int64_t now_ms)
 	cJSON_AddNumberToObject(o, "failure_rate", bs.failure_rate);
 	cJSON_AddNumberToObject(o, "slow_call_rate", bs.slow_call_rate);
 	t = breaker_opened_at(&b->breaker);
-	cJSON_AddItemToObject(o, "opened_at", rfc3339_or_null(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
+	cJSON_AddItemToObject(o, "opened_at",
+			      rfc3339_or_null(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	t = breaker_half_open_at(&b->breaker);
 	cJSON_AddItemToObject(o, "half_open_at",
 			      rfc3339_or_null(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	if (b->breaker.ntransitions) {
 		lt = cJSON_AddObjectToObject(o, "last_transition");
-		cJSON_AddItemToObject(lt, "at",
-				      rfc3339_or_null(clock_mono_to_wall_ms(b->breaker.last.at_ms)));
+		t = clock_mono_to_wall_ms(b->breaker.last.at_ms);
+		cJSON_AddItemToObject(lt, "at", rfc3339_or_null(t));
 		cJSON_AddStringToObject(lt, "from", breaker_state_name(b->breaker.last.from));
 		cJSON_AddStringToObject(lt, "to", breaker_state_name(b->breaker.last.to));
 		cJSON_AddStringToObject(lt, "reason", b->breaker.last.reason);
@@ -300,8 +302,8 @@ handle_level_put(struct http_req *r, struct engine *e)
 		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(o, "level");
 	if (v == NULL || json_int(v, 0, CONTROL_LEVEL_MAX, &level) != 0) {
-		http_respond_error(r, 400, "bad_request", "level: %s",
-				   v == NULL ? "required (an integer 0-3)" : "must be an integer 0-3");
+		http_respond_error(r, 400, "bad_request", "level: %s an integer 0-3",
+				   v == NULL ? "required:" : "must be");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "reason");
@@ -368,8 +370,8 @@ handle_weights_put(struct http_req *r, struct engine *e)
 	ws = cJSON_GetObjectItemCaseSensitive(o, "weights");
 	if (!cJSON_IsObject(ws) || ws->child == NULL) {
 		http_respond_error(r, 400, "bad_request",
-				   "weights: required (an object {\"<backend>\": weight, ...} naming "
-				   "at least one primary target)");
+				   "weights: required (an object {\"<backend>\": weight, ...} "
+				   "naming at least one primary target)");
 		goto out;
 	}
 	if (opt_string(r, o, "reason", &reason) != 0)
@@ -385,8 +387,8 @@ handle_weights_put(struct http_req *r, struct engine *e)
 			found |= strcmp(rc->targets[j].backend, m->string) == 0;
 		if (!found) {
 			http_respond_error(r, 400, "bad_request",
-					   "weights.%s: not a primary target of route %s", m->string,
-					   rc->name);
+					   "weights.%s: not a primary target of route %s",
+					   m->string, rc->name);
 			goto out;
 		}
 		if (json_int(m, 0, WEIGHT_MAX, &val) != 0) {

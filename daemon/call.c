@@ -67,8 +67,14 @@ struct attempt {
 	int64_t started_wall;
 	int64_t first_byte_us;
 	int64_t input_tokens;
-	struct timer t_first_byte;
+	struct timer t_first_byte; /* streaming: first token, then the idle gap */
 	struct timer t_total;
+	int streaming;		   /* SSE requested from the upstream */
+	int sse_type;		   /* the response is text/event-stream */
+	struct sse_parser sse;
+	struct buf text;	   /* streamed content so far */
+	int committed;		   /* a delta went to the caller */
+	int64_t prompt_tokens, completion_tokens;
 };
 
 struct call {
@@ -123,6 +129,7 @@ call_req_clear(struct call_req *cr)
 	cJSON_Delete(cr->messages);
 	free(cr->callback_url);
 	cJSON_Delete(cr->metadata);
+	cJSON_Delete((cJSON *)cr->params.response_format);
 	memset(cr, 0, sizeof *cr);
 }
 
@@ -380,12 +387,45 @@ call_reap(struct engine *e)
 
 /* ---- attempts ---- */
 
+/* One SSE event of a streaming attempt. */
+static void
+on_sse_event(void *arg, const char *payload, size_t len)
+{
+	struct attempt *a = arg;
+	struct call *c = a->call;
+	char *delta = NULL;
+	int finish = 0;
+	size_t n;
+
+	if (upstream_chunk_delta(payload, len, &delta, &finish) != 0)
+		return;
+	n = strlen(delta);
+	if (n > 0 && buf_append(&a->text, delta, n) == 0) {
+		if (!a->committed) {
+			a->committed = 1;
+			a->first_byte_us = clock_mono_us();
+		}
+		c->req.on_delta(c->req.delta_arg, delta, n);
+		/* the idle gap between chunks is bounded like the first token */
+		engine_timer_arm(c->e, &a->t_first_byte,
+				 clock_mono_us() + a->to.first_byte_ms * 1000);
+	}
+	free(delta);
+}
+
 static size_t
 on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct attempt *a = userdata;
 	size_t n = size * nmemb;
 
+	if (a->streaming && a->sse_type && a->status == 200) {
+		if (sse_feed(&a->sse, ptr, n, on_sse_event, a) < 0) {
+			a->body_too_big = 1;
+			return 0;
+		}
+		return n;
+	}
 	if (a->first_byte_us == 0)
 		a->first_byte_us = clock_mono_us();
 	if (buf_append(&a->resp, ptr, n) < 0) {
@@ -424,13 +464,17 @@ on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 		memcpy(ct, ptr + 13, len);
 		ct[len] = '\0';
-		a->json_type = strcasestr(ct, "json") != NULL;
+		a->sse_type = strcasestr(ct, "event-stream") != NULL;
+		a->json_type = strcasestr(ct, "json") != NULL || (a->streaming && a->sse_type);
 	} else if ((n == 2 && ptr[0] == '\r') || (n == 1 && ptr[0] == '\n')) {
 		/* End of a header block; 1xx interim responses don't count. */
 		if (a->status >= 200 && !a->got_headers) {
 			a->got_headers = 1;
-			a->first_byte_us = clock_mono_us();
-			engine_timer_cancel(a->call->e, &a->t_first_byte);
+			/* A stream's first byte is its first content chunk. */
+			if (!(a->streaming && a->sse_type && a->status == 200)) {
+				a->first_byte_us = clock_mono_us();
+				engine_timer_cancel(a->call->e, &a->t_first_byte);
+			}
 		}
 	}
 	return n;
@@ -452,7 +496,9 @@ attempt_timer_first_byte(struct timer *t, void *arg)
 {
 	struct attempt *a = arg;
 
-	if (!a->got_headers)
+	if (a->committed)
+		attempt_end(a, OUTCOME_TOTAL_TIMEOUT, CURLE_OK); /* idle gap in a stream */
+	else if (!a->got_headers || (a->streaming && a->sse_type))
 		attempt_end(a, OUTCOME_FIRST_BYTE_TIMEOUT, CURLE_OK);
 }
 
@@ -461,7 +507,9 @@ attempt_timer_total(struct timer *t, void *arg)
 {
 	struct attempt *a = arg;
 
-	attempt_end(a, a->got_headers ? OUTCOME_TOTAL_TIMEOUT : OUTCOME_FIRST_BYTE_TIMEOUT,
+	attempt_end(a,
+		    a->got_headers && (a->committed || !a->streaming) ? OUTCOME_TOTAL_TIMEOUT
+								      : OUTCOME_FIRST_BYTE_TIMEOUT,
 		    CURLE_OK);
 }
 
@@ -475,7 +523,8 @@ attempt_headers(struct attempt *a)
 	int i;
 
 	h = curl_slist_append(h, "Content-Type: application/json");
-	h = curl_slist_append(h, "Accept: application/json");
+	h = curl_slist_append(h, a->streaming ? "Accept: text/event-stream"
+					      : "Accept: application/json");
 	h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
 	if (a->b->api_key) {
 		char *auth = xasprintf("Authorization: Bearer %s", a->b->api_key);
@@ -532,8 +581,16 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary)
 	buf_init(&a->resp, (size_t)b->cfg->max_response_bytes);
 	timer_init(&a->t_first_byte, "first_byte", attempt_timer_first_byte, a);
 	timer_init(&a->t_total, "total", attempt_timer_total, a);
-	a->body = upstream_build_body(c->rc, b->cfg, c->step == STEP_BACKUP, c->req.input,
-				      c->req.messages, &a->input_tokens);
+	a->streaming = c->req.on_delta != NULL;
+	sse_init(&a->sse);
+	buf_init(&a->text, (size_t)b->cfg->max_response_bytes);
+	{
+		struct upstream_params p = c->req.params;
+
+		p.stream = a->streaming;
+		a->body = upstream_build_body_ex(c->rc, b->cfg, c->step == STEP_BACKUP, c->req.input,
+						 c->req.messages, &p, &a->input_tokens);
+	}
 	total = attempt_total_ms(c, b, a->input_tokens);
 	budget_attempt_timeouts(&c->budget, now_ms, b->cfg->connect_ms, b->cfg->first_byte_ms,
 				(int)MIN(total, INT32_MAX), ANSWER_RESERVE_MS, 1, &a->to);
@@ -687,7 +744,22 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	    retry_parse_retry_after(a->retry_after, strlen(a->retry_after), clock_wall_ms(),
 				    &retry_after_ms) != 0)
 		retry_after_ms = -1;
-	if (o == OUTCOME_OK) {
+	if (a->streaming && a->committed) {
+		/* Deltas went out: this attempt's answer stands, cut short or not. */
+		reply.content = xstrdup(a->text.data ? a->text.data : "");
+		reply.completion_tokens = -1;
+		free(c->last_raw);
+		c->last_raw = xstrdup(reply.content);
+		if (o != OUTCOME_OK)
+			snprintf(c->ans.stream_error, sizeof c->ans.stream_error, "%s", outcome_name(o));
+		c->ans.streamed = 1;
+		ok = 1;
+	} else if (o == OUTCOME_OK && a->streaming && a->sse_type) {
+		/* A stream that ended without any content. */
+		reply.content = xstrdup("");
+		rd = validate_output(&c->rc->output, "", 0, &vr);
+		o = rd == 0 ? OUTCOME_VALIDATION_FORMAT : validation_outcome(rd);
+	} else if (o == OUTCOME_OK) {
 		if (upstream_parse_reply(a->resp.data ? a->resp.data : "", a->resp.len, &reply) != 0) {
 			o = OUTCOME_INVALID_RESPONSE;
 		} else {
@@ -749,6 +821,8 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 		if (c->rc->cache.enabled && vr.result)
 			cache_put(e->cache, c->route, input_text(c), vr.result, vr.has_confidence,
 				  vr.confidence, clock_wall_ms(), e->store);
+		c->ans.prompt_tokens = reply.prompt_tokens;
+		c->ans.completion_tokens = reply.completion_tokens;
 		call_answer(c, 200, src, b->cfg->name, vr.result, reply.content, vr.has_confidence,
 			    vr.confidence);
 		goto out;
@@ -776,6 +850,8 @@ out:
 	curl_slist_free_all(a->hdrs);
 	free(a->body);
 	buf_free(&a->resp);
+	buf_free(&a->text);
+	sse_free(&a->sse);
 	free(a);
 }
 
@@ -1019,6 +1095,8 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	c->done_arg = arg;
 	c->avoid_backend = -1;
 	c->queued_bidx = -1;
+	c->ans.prompt_tokens = -1;
+	c->ans.completion_tokens = -1;
 	c->start_us = c->req.recv_us ? c->req.recv_us : clock_mono_us();
 	c->started_wall = clock_wall_ms() - (clock_mono_us() - c->start_us) / 1000;
 	now_ms = c->start_us / 1000;

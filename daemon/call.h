@@ -16,9 +16,15 @@
 #include <cjson/cJSON.h>
 
 #include "outcome.h"
+#include "upstream.h"
 
 struct engine;
 struct call;
+
+/* A streaming caller's sink: each content delta relayed as the upstream
+ * produces it (engine thread). The first call commits the call to that
+ * upstream attempt: no fallback after it. */
+typedef void (*call_delta_fn)(void *arg, const char *text, size_t len);
 
 struct call_req {
 	int route;	  /* index into the engine's routes */
@@ -30,6 +36,9 @@ struct call_req {
 	char *callback_url;
 	cJSON *metadata;
 	int64_t recv_us; /* when the request was complete (the budget starts then) */
+	struct upstream_params params; /* facade pass-through; params.response_format owned */
+	call_delta_fn on_delta;	       /* non-NULL: stream the model's answer */
+	void *delta_arg;
 };
 
 void call_req_clear(struct call_req *cr);
@@ -51,6 +60,10 @@ struct call_answer {
 	int64_t elapsed_ms;
 	const char *request_id;
 	const char *route;
+	int streamed;		/* the model's answer went out as deltas */
+	char stream_error[32];	/* a streamed answer cut short: outcome name; "" otherwise */
+	int64_t prompt_tokens;	/* from the upstream's usage; -1 unknown */
+	int64_t completion_tokens;
 };
 
 typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);

@@ -139,8 +139,11 @@ commit(struct engine *e, const struct store_op *ops, int nops, char **cause)
 
 	r = store_commit_now(e->store, ops, nops, NULL, &why);
 	if (r != 0) {
-		*cause = xasprintf("cannot persist the change: %s",
-				   why ? why : r == STORE_E_CLOSED ? "store closing" : strerror(-r));
+		if (why == NULL && r < 0)
+			why = xstrdup(strerror(-r));
+		else if (why == NULL)
+			why = xstrdup(r == STORE_E_CLOSED ? "store closing" : "store error");
+		*cause = xasprintf("cannot persist the change: %s", why);
 		log_error("control", "%s", *cause);
 		r = CONTROL_E_STORE;
 	}
@@ -158,7 +161,8 @@ control_level_force(struct engine *e, int route, int level, const char *reason, 
 	int old, r;
 
 	if (level < 0 || level > CONTROL_LEVEL_MAX) {
-		*cause = xasprintf("level: must be an integer 0-%d (got %d)", CONTROL_LEVEL_MAX, level);
+		*cause = xasprintf("level: must be an integer 0-%d (got %d)", CONTROL_LEVEL_MAX,
+				   level);
 		r = CONTROL_E_INVALID;
 		goto out;
 	}
@@ -191,8 +195,8 @@ control_level_force(struct engine *e, int route, int level, const char *reason, 
 		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s for %llds: %s", old, level,
 			 who->actor, (long long)ttl_s, reason);
 	else
-		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s: %s", old, level, who->actor,
-			 reason);
+		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s: %s", old, level,
+			 who->actor, reason);
 	{
 		struct store_val ov[] = { SVT("level"), SVT(rt->cfg->name), SVT(value),
 					  SVT(who->actor), SVT(reason), until ? SVI(until) : SVN,
@@ -382,7 +386,8 @@ control_breaker_force(struct engine *e, int backend, enum breaker_force f, const
 		cJSON *o = cJSON_CreateObject();
 		char *s;
 
-		cJSON_AddStringToObject(o, "state", f == BREAKER_FORCE_AUTO ? "closed" : force_names[f]);
+		cJSON_AddStringToObject(o, "state",
+					f == BREAKER_FORCE_AUTO ? "closed" : force_names[f]);
 		cJSON_AddStringToObject(o, "override", force_names[f]);
 		if (reason && *reason)
 			cJSON_AddStringToObject(o, "reason", reason);
@@ -402,9 +407,10 @@ control_breaker_force(struct engine *e, int backend, enum breaker_force f, const
 		struct store_val av[] = { SVI(now),    SVT(who->actor), SVT("breaker.force"),
 					  SVT(target), SVT(before),	SVT(after),
 					  SVT(who->remote) };
+		int del = f == BREAKER_FORCE_AUTO;
 		struct store_op ops[] = {
-			{ f == BREAKER_FORCE_AUTO ? STORE_OVERRIDE_DELETE : STORE_OVERRIDE_UPSERT, ov,
-			  f == BREAKER_FORCE_AUTO ? 2 : (int)ARRAY_SIZE(ov) },
+			{ del ? STORE_OVERRIDE_DELETE : STORE_OVERRIDE_UPSERT, ov,
+			  del ? 2 : (int)ARRAY_SIZE(ov) },
 			{ STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) },
 		};
 
@@ -477,7 +483,8 @@ restore_weights(struct restore *rs, const char *subject, const cJSON *value)
 	rt = &e->routes[route];
 	w = xcalloc((size_t)MAX(rt->cfg->ntargets, 1), sizeof *w);
 	for (j = 0; j < rt->cfg->ntargets; j++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(value, rt->cfg->targets[j].backend);
+		const char *name = rt->cfg->targets[j].backend;
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(value, name);
 
 		w[j] = rt->weights[j];
 		if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= 1e9 &&
@@ -533,7 +540,8 @@ restore_row(void *arg, sqlite3_stmt *row)
 	const char *text = (const char *)sqlite3_column_text(row, 2);
 	const char *actor = (const char *)sqlite3_column_text(row, 3);
 	const char *reason = (const char *)sqlite3_column_text(row, 4);
-	int64_t until = sqlite3_column_type(row, 5) == SQLITE_NULL ? 0 : sqlite3_column_int64(row, 5);
+	int64_t until = sqlite3_column_type(row, 5) == SQLITE_NULL ? 0
+								   : sqlite3_column_int64(row, 5);
 	cJSON *value = text ? cJSON_Parse(text) : NULL;
 	int r = -EINVAL;
 
@@ -583,7 +591,8 @@ control_restore(struct engine *e, char **cause)
 			 rs.applied, rs.dropped, rs.skipped);
 out:
 	if (r != 0)
-		*cause = xasprintf("cannot restore operator overrides: %s", why ? why : "store error");
+		*cause = xasprintf("cannot restore operator overrides: %s",
+				   why ? why : "store error");
 	free(why);
 	store_reader_close(own);
 	return r;

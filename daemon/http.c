@@ -43,9 +43,18 @@ struct http_server {
 	const struct tokens *tokens;
 };
 
+struct http_stream {
+	struct buf pending;  /* written, not yet taken by MHD */
+	size_t taken;	     /* bytes of pending already handed to MHD */
+	int ended;	     /* http_stream_end() ran */
+	int gone;	     /* MHD completed the request (client left or all sent) */
+	int suspended;	     /* the reader suspended the connection for lack of data */
+};
+
 static const struct endpoint *const endpoint_tables[] = {
 	api_call_endpoints,
 	api_control_endpoints,
+	api_chat_endpoints,
 };
 
 static enum http_method
@@ -85,6 +94,10 @@ req_free(struct http_req *r)
 	}
 	free(r->hdrs);
 	buf_free(&r->body);
+	if (r->stream) {
+		buf_free(&r->stream->pending);
+		free(r->stream);
+	}
 	free(r->resp_body);
 	for (i = 0; i < r->nresp_hdrs; i++) {
 		free(r->resp_hdrs[i].k);
@@ -225,6 +238,34 @@ http_req_add_header(struct http_req *r, const char *name, const char *value)
 	r->nresp_hdrs++;
 }
 
+/* MHD asks for more of a streaming body (MHD thread). */
+static ssize_t
+stream_reader(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct http_req *r = cls;
+	struct http_stream *st = r->stream;
+	ssize_t n = 0;
+
+	pthread_mutex_lock(&r->srv->lock);
+	if (st->pending.len > st->taken) {
+		n = (ssize_t)MIN(max, st->pending.len - st->taken);
+		memcpy(out, st->pending.data + st->taken, (size_t)n);
+		st->taken += (size_t)n;
+		if (st->taken == st->pending.len) {
+			buf_reset(&st->pending);
+			st->taken = 0;
+		}
+	} else if (st->ended) {
+		n = MHD_CONTENT_READER_END_OF_STREAM;
+	} else {
+		/* Nothing to send yet: sleep until http_stream_write() resumes us. */
+		st->suspended = 1;
+		MHD_suspend_connection(r->conn);
+	}
+	pthread_mutex_unlock(&r->srv->lock);
+	return n;
+}
+
 static enum MHD_Result
 queue_response(struct http_req *r)
 {
@@ -232,12 +273,17 @@ queue_response(struct http_req *r)
 	enum MHD_Result ret;
 	int i;
 
-	resp = MHD_create_response_from_buffer(r->resp_len, r->resp_body ? r->resp_body : (void *)"",
+	if (r->stream)
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, r,
+							 NULL);
+	else
+		resp = MHD_create_response_from_buffer(r->resp_len, r->resp_body ? r->resp_body : (void *)"",
 					       r->resp_body ? MHD_RESPMEM_MUST_FREE
 							    : MHD_RESPMEM_PERSISTENT);
 	if (resp == NULL)
 		return MHD_NO;
-	r->resp_body = NULL;
+	if (!r->stream)
+		r->resp_body = NULL;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
 				r->content_type ? r->content_type : "application/json");
 	for (i = 0; i < r->nresp_hdrs; i++)
@@ -440,6 +486,68 @@ http_respond(struct http_req *r, unsigned status, char *body, size_t len)
 }
 
 void
+http_stream_begin(struct http_req *r, unsigned status, const char *content_type)
+{
+	struct http_stream *st = xcalloc(1, sizeof *st);
+	int resume;
+
+	buf_init(&st->pending, HTTP_STREAM_MAX);
+	pthread_mutex_lock(&r->srv->lock);
+	r->stream = st;
+	r->content_type = content_type;
+	r->status = status;
+	if (r->state == REQ_ORPHANED) {
+		/* The client left already: writes fail, http_stream_end() frees. */
+		st->gone = 1;
+		resume = 0;
+	} else {
+		r->state = REQ_DONE;
+		resume = !(r->ep && r->ep->on_mhd_thread);
+	}
+	pthread_mutex_unlock(&r->srv->lock);
+	if (resume)
+		MHD_resume_connection(r->conn);
+}
+
+int
+http_stream_write(struct http_req *r, const char *data, size_t len)
+{
+	struct http_stream *st = r->stream;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->srv->lock);
+	if (st->gone) {
+		rc = -EPIPE;
+	} else {
+		rc = buf_append(&st->pending, data, len);
+		if (rc == 0 && st->suspended) {
+			st->suspended = 0;
+			MHD_resume_connection(r->conn);
+		}
+	}
+	pthread_mutex_unlock(&r->srv->lock);
+	return rc;
+}
+
+void
+http_stream_end(struct http_req *r)
+{
+	struct http_stream *st = r->stream;
+	int free_now;
+
+	pthread_mutex_lock(&r->srv->lock);
+	st->ended = 1;
+	free_now = st->gone;
+	if (st->suspended && !st->gone) {
+		st->suspended = 0;
+		MHD_resume_connection(r->conn);
+	}
+	pthread_mutex_unlock(&r->srv->lock);
+	if (free_now)
+		req_free(r);
+}
+
+void
 http_respond_error(struct http_req *r, unsigned status, const char *code, const char *fmt, ...)
 {
 	char msg[512];
@@ -473,6 +581,10 @@ req_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pthread_mutex_lock(&s->lock);
 	if (r->state == REQ_DISPATCHED) {
 		r->state = REQ_ORPHANED;
+		orphan = 1;
+	} else if (r->stream && !r->stream->ended) {
+		/* The handler still writes: http_stream_end() frees it. */
+		r->stream->gone = 1;
 		orphan = 1;
 	}
 	pthread_mutex_unlock(&s->lock);

@@ -56,6 +56,7 @@ struct endpoint {
 /* The endpoint tables exported by the api_*.c files. */
 extern const struct endpoint api_call_endpoints[];
 extern const struct endpoint api_control_endpoints[];
+extern const struct endpoint api_chat_endpoints[];
 
 struct http_req {
 	struct MHD_Connection *conn;
@@ -75,6 +76,7 @@ struct http_req {
 	int64_t recv_us;  /* monotonic µs when the request was complete */
 	const struct endpoint *ep;
 	int state;	  /* private to http.c */
+	struct http_stream *stream; /* private to http.c; non-NULL for a streaming answer */
 	/* response, set by http_respond() */
 	unsigned status;
 	char *resp_body;
@@ -115,6 +117,20 @@ void http_respond(struct http_req *r, unsigned status, char *body, size_t len);
 /* Answer {"error":{"code","message"}} with status. */
 void http_respond_error(struct http_req *r, unsigned status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/*
+ * Streaming answers (Server-Sent Events). http_stream_begin() answers r
+ * with status and a body of unknown length (chunked) that the handler
+ * feeds with http_stream_write() as data arrives, from any thread, and
+ * closes with http_stream_end(); after that the handler must not touch r.
+ * Writes are buffered up to HTTP_STREAM_MAX bytes (-E2BIG beyond);
+ * -EPIPE once the client is gone. The MHD thread sleeps (suspended) while
+ * the buffer is empty: no busy loop, no thread per stream.
+ */
+#define HTTP_STREAM_MAX (4 * 1024 * 1024)
+void http_stream_begin(struct http_req *r, unsigned status, const char *content_type);
+int http_stream_write(struct http_req *r, const char *data, size_t len);
+void http_stream_end(struct http_req *r);
+
 /* Case-insensitive request header / query argument lookup; NULL when absent. */
 const char *http_req_header(const struct http_req *r, const char *name);
 const char *http_req_arg(const struct http_req *r, const char *name);

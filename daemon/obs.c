@@ -104,6 +104,18 @@ window_index(int minutes)
 	return -1;
 }
 
+/* "5m", "2h", "30d" */
+static void
+window_label(int minutes, char *out, size_t n)
+{
+	if (minutes % 1440 == 0)
+		snprintf(out, n, "%dd", minutes / 1440);
+	else if (minutes % 60 == 0)
+		snprintf(out, n, "%dh", minutes / 60);
+	else
+		snprintf(out, n, "%dm", minutes);
+}
+
 static const char *
 route_name(const struct obs *o, int route)
 {
@@ -368,8 +380,13 @@ alerts_restore(struct obs *o, int64_t now_wall_ms)
 			"AND state IN ('resolved', 'inactive')), 0)",
 			v, 2, lc.at);
 		alert_restore(&o->alerts[i], st, since > 0 ? since : lc.at, lc.at);
-		log_info("alerts", "%s/%s: resumed %s since %lld", rule_route_name(o, r), r->name,
-			 lc.state, (long long)since);
+		{
+			char ts[40];
+
+			time_format_rfc3339(since > 0 ? since : lc.at, ts, sizeof ts);
+			log_info("alerts", "%s/%s: resumed %s (since %s)", rule_route_name(o, r),
+				 r->name, lc.state, ts);
+		}
 	}
 	if (store_reader_query(o->rd,
 			       "SELECT rule, route, severity, state FROM alerts WHERE id IN "
@@ -657,11 +674,15 @@ alert_emit(struct obs *o, struct alert *a)
 	const char *route = rule_route_name(o, r);
 	char detail[320], win[32];
 
-	if (r->kind == ALERT_KIND_BURN)
-		snprintf(win, sizeof win, "%dm & %dm", r->window_min, r->short_min);
-	else
-		snprintf(win, sizeof win, "%dm", r->window_min);
-	snprintf(detail, sizeof detail, "%s: %s -> %s (%s %g %s %g over %s)", r->name,
+	window_label(r->window_min, win, sizeof win);
+	if (r->kind == ALERT_KIND_BURN) {
+		size_t n = strlen(win);
+
+		snprintf(win + n, sizeof win - n, " & ");
+		n = strlen(win);
+		window_label(r->short_min, win + n, sizeof win - n);
+	}
+	snprintf(detail, sizeof detail, "%s: %s -> %s (%s %g; condition %s %g over %s)", r->name,
 		 alert_state_name(t->from), alert_state_name(t->to), r->metric, t->value,
 		 alert_op_name(r->op), r->threshold, win);
 	log_info("alerts", "%s/%s", route, detail);
@@ -851,14 +872,8 @@ budget_json(const struct slo_counts *sums, enum slo_kind k, double target)
 	br = cJSON_AddObjectToObject(x, "burn_rates");
 	for (i = 0; i < OBS_NWINDOWS; i++) {
 		char name[16];
-		int m = obs_windows[i];
 
-		if (m % 1440 == 0)
-			snprintf(name, sizeof name, "%dd", m / 1440);
-		else if (m % 60 == 0)
-			snprintf(name, sizeof name, "%dh", m / 60);
-		else
-			snprintf(name, sizeof name, "%dm", m);
+		window_label(obs_windows[i], name, sizeof name);
 		add_ratio(br, name, slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
 	}
 	return x;
@@ -913,8 +928,8 @@ route_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 		cJSON_AddStringToObject(p, "rule", r->name);
 		cJSON_AddStringToObject(p, "slo", slo_kind_name(r->slo));
 		cJSON_AddNumberToObject(p, "factor", r->threshold);
-		snprintf(lw, sizeof lw, "%dm", r->window_min);
-		snprintf(sw, sizeof sw, "%dm", r->short_min);
+		window_label(r->window_min, lw, sizeof lw);
+		window_label(r->short_min, sw, sizeof sw);
 		cJSON_AddStringToObject(p, "long_window", lw);
 		cJSON_AddStringToObject(p, "short_window", sw);
 		cJSON_AddStringToObject(p, "severity", severity_name(r->severity));
@@ -1039,6 +1054,22 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 			l[1] = (struct metrics_label){ "kind", slo_kind_name((enum slo_kind)k) };
 			metrics_sample(m, "fusebox_slo_good_total", l, 2,
 				       (double)o->routes[i].slo_good[k]);
+		}
+	}
+	metrics_family(m, "fusebox_slo_objective", METRICS_GAUGE,
+		       "Configured availability target, by route and kind (routes with an slo "
+		       "section).");
+	for (i = 0; i < o->nroutes; i++) {
+		const struct slo_cfg *s = &o->cfg->routes[i].slo;
+
+		if (!s->enabled)
+			continue;
+		for (k = 0; k < SLO_KIND__COUNT; k++) {
+			l[0] = (struct metrics_label){ "route", route_name(o, i) };
+			l[1] = (struct metrics_label){ "kind", slo_kind_name((enum slo_kind)k) };
+			metrics_sample(m, "fusebox_slo_objective", l, 2,
+				       k == SLO_KIND_SERVICE ? s->service_availability
+							     : s->smart_availability);
 		}
 	}
 	metrics_family(m, "fusebox_slo_availability", METRICS_GAUGE,

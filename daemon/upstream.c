@@ -40,6 +40,14 @@ char *
 upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
 		    const char *input, const cJSON *messages, int64_t *input_tokens)
 {
+	return upstream_build_body_ex(rc, bc, backup, input, messages, NULL, input_tokens);
+}
+
+char *
+upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
+		       const char *input, const cJSON *messages, const struct upstream_params *p,
+		       int64_t *input_tokens)
+{
 	cJSON *o = cJSON_CreateObject(), *msgs, *m;
 	const cJSON *first = NULL;
 	int64_t tokens = 0;
@@ -63,10 +71,10 @@ upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, in
 
 		if (cJSON_IsString(content))
 			add_message(msgs, "system", content->valuestring, &tokens);
-	} else if (rc->prompt.system) {
+	} else if (rc->prompt.system && !(p && p->passthrough)) {
 		add_message(msgs, "system", rc->prompt.system, &tokens);
 	}
-	if (backup) {
+	if (backup && !(p && p->passthrough)) {
 		for (i = 0; i < rc->backup.nfew_shot; i++)
 			add_message(msgs, rc->backup.few_shot[i].role, rc->backup.few_shot[i].content,
 				    &tokens);
@@ -90,13 +98,20 @@ upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, in
 		add_message(msgs, "user", user, &tokens);
 		free(user);
 	}
+	if (p && p->has_temperature)
+		temperature = p->temperature;
 	cJSON_AddNumberToObject(o, "temperature", temperature);
-	cJSON_AddNumberToObject(o, "max_tokens", rc->prompt.max_tokens);
-	if (rc->prompt.response_format_json && rc->output.present) {
+	cJSON_AddNumberToObject(o, "max_tokens",
+				p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens);
+	if (p && p->response_format) {
+		cJSON_AddItemToObject(o, "response_format", cJSON_Duplicate(p->response_format, 1));
+	} else if (rc->prompt.response_format_json && rc->output.present && !(p && p->passthrough)) {
 		cJSON *rf = cJSON_AddObjectToObject(o, "response_format");
 
 		cJSON_AddStringToObject(rf, "type", "json_object");
 	}
+	if (p && p->stream)
+		cJSON_AddBoolToObject(o, "stream", 1);
 	out = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	*input_tokens = tokens;
@@ -188,5 +203,94 @@ upstream_classify(const struct upstream_facts *f)
 		return OUTCOME_INVALID_RESPONSE;
 	if (f->body_too_big || !f->json_type)
 		return OUTCOME_INVALID_RESPONSE;
+	/* json_type also holds for text/event-stream on streaming attempts. */
 	return OUTCOME_OK;
+}
+
+void
+sse_init(struct sse_parser *p)
+{
+	buf_init(&p->line, SSE_MAX_LINE);
+	p->done = 0;
+}
+
+void
+sse_free(struct sse_parser *p)
+{
+	buf_free(&p->line);
+}
+
+/* One complete line (without its newline). */
+static void
+sse_line(struct sse_parser *p, const char *l, size_t n, sse_event_fn cb, void *arg)
+{
+	if (n && l[n - 1] == '\r')
+		n--;
+	if (n < 5 || memcmp(l, "data:", 5) != 0)
+		return; /* comments (":"), event:, id:, retry:, blank separators */
+	l += 5;
+	n -= 5;
+	if (n && *l == ' ') {
+		l++;
+		n--;
+	}
+	if (n == 6 && memcmp(l, "[DONE]", 6) == 0) {
+		p->done = 1;
+		return;
+	}
+	cb(arg, l, n);
+}
+
+int
+sse_feed(struct sse_parser *p, const char *data, size_t len, sse_event_fn cb, void *arg)
+{
+	const char *nl;
+	int r;
+
+	while (len > 0) {
+		nl = memchr(data, '\n', len);
+		if (nl == NULL)
+			return buf_append(&p->line, data, len);
+		if (p->line.len) {
+			r = buf_append(&p->line, data, (size_t)(nl - data));
+			if (r < 0)
+				return r;
+			sse_line(p, p->line.data, p->line.len, cb, arg);
+			buf_reset(&p->line);
+		} else {
+			sse_line(p, data, (size_t)(nl - data), cb, arg);
+		}
+		len -= (size_t)(nl - data) + 1;
+		data = nl + 1;
+	}
+	return 0;
+}
+
+int
+upstream_chunk_delta(const char *payload, size_t len, char **content, int *finish)
+{
+	cJSON *o = cJSON_ParseWithLength(payload, len);
+	const cJSON *c0, *delta, *text, *fr;
+	int r = UPSTREAM_E_INVALID;
+
+	*content = NULL;
+	*finish = 0;
+	if (!cJSON_IsObject(o))
+		goto out;
+	c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "choices"), 0);
+	if (c0 == NULL) {
+		/* usage-only or keep-alive chunks carry no choice */
+		*content = xstrdup("");
+		r = 0;
+		goto out;
+	}
+	delta = cJSON_GetObjectItemCaseSensitive(c0, "delta");
+	text = delta ? cJSON_GetObjectItemCaseSensitive(delta, "content") : NULL;
+	fr = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
+	*finish = cJSON_IsString(fr);
+	*content = xstrdup(cJSON_IsString(text) ? text->valuestring : "");
+	r = 0;
+out:
+	cJSON_Delete(o);
+	return r;
 }

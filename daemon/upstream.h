@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "outcome.h"
+#include "util.h"
 
 enum upstream_e { UPSTREAM_E_INVALID = 1 };
 
@@ -26,6 +27,42 @@ enum upstream_e { UPSTREAM_E_INVALID = 1 };
  */
 char *upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
 			  const char *input, const cJSON *messages, int64_t *input_tokens);
+
+/* What the OpenAI-compatible facade passes through (chat completions). */
+struct upstream_params {
+	int passthrough;	     /* the caller's messages verbatim, no route prompt */
+	int has_temperature;
+	double temperature;
+	int max_tokens;		     /* 0: the route's */
+	const cJSON *response_format; /* borrowed; NULL: the route's choice */
+	int stream;		     /* ask the upstream for SSE ("stream": true) */
+};
+
+/* upstream_build_body() with facade parameters (p may be NULL). */
+char *upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
+			     const char *input, const cJSON *messages,
+			     const struct upstream_params *p, int64_t *input_tokens);
+
+/*
+ * Incremental parser of an upstream SSE stream: "data: <payload>" lines,
+ * events separated by blank lines, "data: [DONE]" at the end. Bounded:
+ * a line over SSE_MAX_LINE bytes is -E2BIG.
+ */
+#define SSE_MAX_LINE (1024 * 1024)
+struct sse_parser {
+	struct buf line;
+	int done; /* [DONE] seen */
+};
+typedef void (*sse_event_fn)(void *arg, const char *payload, size_t len);
+void sse_init(struct sse_parser *p);
+void sse_free(struct sse_parser *p);
+int sse_feed(struct sse_parser *p, const char *data, size_t len, sse_event_fn cb, void *arg);
+/*
+ * The content delta of one chat.completion.chunk payload (new string,
+ * "" when the chunk carries none) and whether it carries a finish_reason.
+ * 0 or UPSTREAM_E_INVALID.
+ */
+int upstream_chunk_delta(const char *payload, size_t len, char **content, int *finish);
 
 struct upstream_reply {
 	char *content; /* choices[0].message.content (owned), "" when null */

@@ -4,6 +4,8 @@
  * state machine with literal clocks.
  */
 #include <check.h>
+#include <errno.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

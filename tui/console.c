@@ -1,0 +1,517 @@
+/*
+ * console: the ncurses loop (see console.h).
+ *
+ * Layout: row 0 title and screen tabs; row 1 connection status; rows
+ * 2..LINES-2 the current screen; the last row the footer (filter input,
+ * message, or key hints). Overlays (help, forms) are drawn last into the
+ * same virtual screen.
+ *
+ * Redraw policy: whenever something changed (a result, a key, a resize)
+ * and once per wall-clock second (countdowns): erase(), draw everything,
+ * one doupdate(). clear() is never called, so ncurses' diff against what
+ * the terminal shows sends only the changed cells: no flicker.
+ *
+ * Disconnected: when the state poll gets no HTTP answer, the status row
+ * says "disconnected, retrying" and the last data are drawn greyed; polls
+ * keep going every second and the first answer brings the colours back.
+ */
+#include "console.h"
+
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "fmt.h"
+#include "screen_breakers.h"
+#include "screen_events.h"
+#include "screen_overview.h"
+#include "screen_reviews.h"
+#include "screen_routes.h"
+#include "screen_slo.h"
+#include "tokens.h"
+#include "util.h"
+
+#define REQUEST_TIMEOUT_MS 800
+#define EVENTS_KEPT	   2000
+#define MSG_TTL_MS	   30000
+
+static const struct screen *const screens[SCR__COUNT] = {
+	[SCR_OVERVIEW] = &screen_overview, [SCR_BREAKERS] = &screen_breakers,
+	[SCR_REVIEWS] = &screen_reviews,   [SCR_SLO] = &screen_slo,
+	[SCR_ROUTES] = &screen_routes,	   [SCR_EVENTS] = &screen_events,
+};
+
+static const char *const global_help[] = {
+	"1-6  Tab  S-Tab   switch screen",
+	"j k  arrows       move",
+	"PgUp PgDn g G     page, first, last",
+	"/                 filter the list (Enter keeps, Esc clears)",
+	"Esc               back / clear filter / clear message",
+	"?                 this help",
+	"q                 quit",
+	NULL,
+};
+
+void
+console_msg(struct console *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->msg, sizeof c->msg, fmt, ap);
+	va_end(ap);
+	c->msg_err = err;
+	c->msg_at = clock_mono_ms();
+}
+
+int
+console_can_operate(struct console *c)
+{
+	if (c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER) {
+		console_msg(c, 1,
+			    "read-only: this token is a %s's; operator actions need an operator token",
+			    role_name((enum role)c->cli->role));
+		return 0;
+	}
+	return 1;
+}
+
+void
+console_send(struct console *c, const char *label, const char *method, const char *path,
+	     const char *body)
+{
+	c->busy_tag = fetch_action(c->fetch, method, path, body);
+	snprintf(c->busy_label, sizeof c->busy_label, "%s", label);
+	console_msg(c, 0, "%s: sending %s %s ...", label, method, path);
+}
+
+void
+console_form(struct console *c, const struct form *f)
+{
+	c->form = *f;
+	form_open(&c->form, c);
+}
+
+const char *
+console_filter(const struct console *c, int screen)
+{
+	return c->filter[screen];
+}
+
+const char *
+console_ep_error(const struct console *c, enum fetch_kind k)
+{
+	if (!c->ep[k].seen || c->ep[k].ok)
+		return NULL;
+	return c->ep[k].err;
+}
+
+void
+console_switch(struct console *c, int i)
+{
+	c->screen = i;
+	c->filtering = 0;
+	fetch_want(c->fetch, screens[i]->want);
+	fetch_kick(c->fetch);
+}
+
+/* What the daemon said to a change, in one line. */
+static void
+action_answer(struct console *c, struct fetch_result *r)
+{
+	struct route_v rv;
+	const char *what = c->busy_label;
+	char *cause = NULL;
+
+	if (r->error != NULL) {
+		if (r->status == 403)
+			c->cli->role = ROLE_VIEWER;
+		console_msg(c, 1, "%s: refused: %s", what, r->error);
+		goto out;
+	}
+	if (r->body != NULL && strstr(r->body, "\"targets\"") != NULL &&
+	    model_parse_route(r->body, r->len, &rv, &cause) == 0) {
+		if (rv.forced)
+			console_msg(c, 0, "%s: done (%ld): %s now L%d, forced by %s", what, r->status,
+				    rv.name, rv.level, rv.forced_actor);
+		else
+			console_msg(c, 0, "%s: done (%ld): %s now L%d (auto)", what, r->status,
+				    rv.name, rv.level);
+		goto out;
+	}
+	console_msg(c, 0, "%s: done (%ld)", what, r->status);
+out:
+	free(cause);
+	c->busy_tag = 0;
+	fetch_kick(c->fetch);
+}
+
+static void
+push_history(struct console *c)
+{
+	const struct slo_route_v *sr;
+	int i;
+
+	for (i = 0; i < c->state->nroutes; i++) {
+		const struct route_v *r = &c->state->routes[i];
+
+		sr = slo_route(c->slo, r->name);
+		history_push(&c->hist, r->name, r->rps, sr != NULL ? sr->w[SLO_5M].smart : NAN);
+	}
+}
+
+static void
+merge(struct console *c, struct fetch_result *r)
+{
+	struct endpoint_status *ep = &c->ep[r->kind];
+
+	if (r->kind == FETCH_ACTION) {
+		if (r->tag == c->busy_tag)
+			action_answer(c, r);
+		return;
+	}
+	ep->seen = 1;
+	ep->ok = r->error == NULL;
+	ep->status = r->status;
+	if (r->error != NULL)
+		snprintf(ep->err, sizeof ep->err, "%s", r->error);
+	if (r->kind == FETCH_STATE) {
+		if (r->transport) {
+			if (c->connected || c->down_since == 0)
+				c->down_since = r->done_ms;
+			c->connected = 0;
+		} else {
+			c->connected = 1;
+			c->down_since = 0;
+		}
+	}
+	if (r->error != NULL)
+		return;
+	switch (r->kind) {
+	case FETCH_STATE:
+		state_free(c->state);
+		c->state = r->state;
+		r->state = NULL;
+		push_history(c);
+		break;
+	case FETCH_SLO:
+		slo_free(c->slo);
+		c->slo = r->slo;
+		r->slo = NULL;
+		break;
+	case FETCH_ALERTS:
+		alerts_free(c->alerts);
+		c->alerts = r->alerts;
+		r->alerts = NULL;
+		break;
+	case FETCH_REVIEWS:
+		reviews_free(c->reviews);
+		c->reviews = r->reviews;
+		r->reviews = NULL;
+		break;
+	case FETCH_EVENTS:
+		event_ring_push(&c->events, r->events);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+draw_title(struct console *c)
+{
+	int x = 0, i;
+
+	ui_fill(0, 0, COLS, C_TITLE);
+	x += ui_put(0, x, COLS - x, C_TITLE, " fusebox ", 0);
+	for (i = 0; i < SCR__COUNT && x < COLS; i++) {
+		x += ui_printf(0, x, COLS - x, i == c->screen ? C_TAB_ACTIVE : C_TAB, 0, " %d %s ",
+			       i + 1, screens[i]->name);
+	}
+	if (COLS - x > fmt_width(c->cli->base) + 2)
+		ui_put(0, COLS - fmt_width(c->cli->base) - 1, fmt_width(c->cli->base), C_TITLE,
+		       c->cli->base, 0);
+}
+
+static void
+draw_status(struct console *c)
+{
+	const struct state_v *s = c->state;
+	char up[32], down[32], line[512];
+	const char *err = console_ep_error(c, FETCH_STATE);
+	const char *role = c->cli->role >= 0 ? role_name((enum role)c->cli->role) : NULL;
+
+	if (!c->connected && c->ep[FETCH_STATE].seen) {
+		fmt_duration(down, sizeof down, c->now_mono - c->down_since, 0);
+		snprintf(line, sizeof line, " disconnected, retrying (%s): %s", down, err ? err : "");
+		ui_put(1, 0, COLS, C_STATUS_BAD, line, FMT_PAD);
+		return;
+	}
+	if (!c->ep[FETCH_STATE].seen) {
+		ui_printf(1, 0, COLS, C_STATUS, FMT_PAD, " connecting to %s ...", c->cli->base);
+		return;
+	}
+	if (err != NULL) {
+		ui_printf(1, 0, COLS, C_STATUS_BAD, FMT_PAD, " %s", err);
+		return;
+	}
+	fmt_duration(up, sizeof up, s->uptime_s * 1000, 0);
+	snprintf(line, sizeof line,
+		 " connected  fuseboxd %s  up %s  inflight %d  routes %d  backends %d%s%s%s",
+		 s->version, up, s->inflight, s->nroutes, s->nbackends, role ? "  [" : "",
+		 role ? role : "", role ? "]" : "");
+	ui_put(1, 0, COLS, C_STATUS, line, FMT_PAD);
+}
+
+static void
+draw_footer(struct console *c, int *cy, int *cx)
+{
+	const struct screen *sc = screens[c->screen];
+	int y = LINES - 1, x;
+	int viewer = c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER;
+
+	if (c->filtering) {
+		x = ui_put(y, 0, COLS, C_ACCENT, "filter: ", 0);
+		field_draw(&c->filter_field, y, x, COLS - x, C_NORMAL, cx);
+		*cy = y;
+		return;
+	}
+	if (c->msg[0] && c->now_mono - c->msg_at < MSG_TTL_MS) {
+		ui_put(y, 0, COLS, c->msg_err ? C_MSG_ERR : C_MSG_OK, c->msg, FMT_PAD);
+		return;
+	}
+	c->msg[0] = '\0';
+	x = 0;
+	if (c->filter[c->screen][0])
+		x += ui_printf(y, x, COLS - x, C_ACCENT, 0, "[/%s] ", c->filter[c->screen]);
+	x += ui_put(y, x, COLS - x, C_NORMAL, sc->hints ? sc->hints : "", 0);
+	if (sc->op_hints && !viewer)
+		x += ui_printf(y, x, COLS - x, C_NORMAL, 0, "  %s", sc->op_hints);
+	if (viewer)
+		x += ui_put(y, x, COLS - x, C_DIM, "  (read-only token)", 0);
+	ui_put(y, x, COLS - x, C_NORMAL, "  ? help  q quit", 0);
+}
+
+static void
+draw(struct console *c)
+{
+	const char *help[64];
+	int cy = -1, cx = -1, n = 0, i;
+
+	c->now_wall = clock_wall_ms();
+	c->now_mono = clock_mono_ms();
+	erase();
+	draw_title(c);
+	draw_status(c);
+	if (LINES > 3) {
+		ui_grey(!c->connected && c->ep[FETCH_STATE].seen);
+		screens[c->screen]->draw(c, 2, LINES - 3, COLS);
+		ui_grey(0);
+	}
+	draw_footer(c, &cy, &cx);
+	if (c->help) {
+		for (i = 0; screens[c->screen]->help && screens[c->screen]->help[i] &&
+			    n < (int)ARRAY_SIZE(help) - 20;
+		     i++)
+			help[n++] = screens[c->screen]->help[i];
+		help[n++] = "";
+		for (i = 0; global_help[i]; i++)
+			help[n++] = global_help[i];
+		help[n] = NULL;
+		help_draw(screens[c->screen]->name, help);
+	}
+	if (c->form.active)
+		form_draw(&c->form, &cy, &cx);
+	if (cy >= 0 && cx >= 0) {
+		curs_set(1);
+		move(cy, cx);
+	} else {
+		curs_set(0);
+	}
+	wnoutrefresh(stdscr);
+	doupdate();
+}
+
+static void
+key(struct console *c, int k)
+{
+	enum next nx;
+
+	c->now_wall = clock_wall_ms();
+	c->now_mono = clock_mono_ms();
+	if (c->form.active) {
+		switch (form_key(&c->form, c, k)) {
+		case FORM_CONFIRM:
+			c->form.active = 0;
+			if (c->form.apply != NULL)
+				c->form.apply(&c->form, c);
+			break;
+		case FORM_CANCEL:
+			c->form.active = 0;
+			console_msg(c, 0, "%s: cancelled", c->form.title);
+			break;
+		default:
+			break;
+		}
+		return;
+	}
+	if (c->help) {
+		c->help = 0;
+		return;
+	}
+	if (c->filtering) {
+		if (k == K_ESC) {
+			c->filter[c->screen][0] = '\0';
+			c->filtering = 0;
+		} else if (k == K_ENTER || k == '\n' || k == FK(KEY_ENTER)) {
+			c->filtering = 0;
+		} else {
+			field_key(&c->filter_field, k);
+			field_get(&c->filter_field, c->filter[c->screen], sizeof c->filter[0]);
+		}
+		return;
+	}
+	nx = screens[c->screen]->key(c, k);
+	if (nx == NEXT_QUIT)
+		c->quit = 1;
+	if (nx != NEXT_PASS)
+		return;
+	switch (k) {
+	case 'q':
+	case 'Q':
+		c->quit = 1;
+		break;
+	case '?':
+	case FK(KEY_F(1)):
+		c->help = 1;
+		break;
+	case '1':
+	case '2':
+	case '3':
+	case '4':
+	case '5':
+	case '6':
+		console_switch(c, k - '1');
+		break;
+	case K_TAB:
+		console_switch(c, (c->screen + 1) % SCR__COUNT);
+		break;
+	case FK(KEY_BTAB):
+		console_switch(c, (c->screen + SCR__COUNT - 1) % SCR__COUNT);
+		break;
+	case '/':
+		c->filtering = 1;
+		memset(&c->filter_field, 0, sizeof c->filter_field);
+		field_set(&c->filter_field, c->filter[c->screen]);
+		break;
+	case K_ESC:
+		if (c->msg[0])
+			c->msg[0] = '\0';
+		else
+			c->filter[c->screen][0] = '\0';
+		break;
+	case K_CTRL('l'):
+		clearok(curscr, TRUE);
+		break;
+	default:
+		break;
+	}
+}
+
+static int
+read_key(int *k)
+{
+	wint_t wc;
+	int r = get_wch(&wc);
+
+	if (r == ERR)
+		return 0;
+	*k = r == KEY_CODE_YES ? FK((int)wc) : (int)wc;
+	if (*k == FK(KEY_ENTER) || *k == '\n')
+		*k = K_ENTER;
+	return 1;
+}
+
+int
+console_run(struct client *cli)
+{
+	struct console c;
+	struct fetch_result *res, *r;
+	struct pollfd pfd[2];
+	char *cause = NULL;
+	const char *nc = getenv("NO_COLOR");
+	int rc = 0, i, k, wait_ms;
+
+	memset(&c, 0, sizeof c);
+	c.cli = cli;
+	c.connected = 1;
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr, "fusebox: the console needs a terminal (or give a verb; see --help)\n");
+		return 1;
+	}
+	c.utf8 = fmt_locale_utf8();
+	fmt_set_ascii(!c.utf8);
+	event_ring_init(&c.events, EVENTS_KEPT);
+	if (fetch_start(cli, REQUEST_TIMEOUT_MS, &c.fetch, &cause) != 0) {
+		fprintf(stderr, "fusebox: %s\n", cause);
+		free(cause);
+		rc = 1;
+		goto out;
+	}
+	if (initscr() == NULL) {
+		fprintf(stderr, "fusebox: cannot initialise the terminal\n");
+		rc = 1;
+		goto out;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(40);
+	curs_set(0);
+	ui_colours_init(nc != NULL && *nc != '\0');
+	for (i = 0; i < SCR__COUNT; i++)
+		if (screens[i]->init)
+			screens[i]->init(&c);
+	console_switch(&c, SCR_OVERVIEW);
+
+	pfd[0].fd = STDIN_FILENO;
+	pfd[0].events = POLLIN;
+	pfd[1].fd = fetch_fd(c.fetch);
+	pfd[1].events = POLLIN;
+	draw(&c);
+	while (!c.quit) {
+		/* Wake at the next wall-clock second at the latest: countdowns move. */
+		wait_ms = 1000 - (int)(clock_wall_ms() % 1000) + 5;
+		if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
+			break;
+		res = fetch_take(c.fetch);
+		while ((r = res) != NULL) {
+			res = r->next;
+			merge(&c, r);
+			fetch_result_free(r);
+		}
+		while (!c.quit && read_key(&k))
+			key(&c, k);
+		if (c.quit)
+			break;
+		draw(&c);
+	}
+	endwin();
+out:
+	fetch_stop(c.fetch);
+	state_free(c.state);
+	slo_free(c.slo);
+	alerts_free(c.alerts);
+	reviews_free(c.reviews);
+	event_ring_free(&c.events);
+	history_free(&c.hist);
+	return rc;
+}

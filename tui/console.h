@@ -96,6 +96,8 @@ void console_msg(struct console *c, int err, const char *fmt, ...) __attribute__
  */
 void console_send(struct console *c, const char *label, const char *method, const char *path,
 		  const char *body);
+/* Show screen i (SCR_*) and poll what it needs now. */
+void console_switch(struct console *c, int i);
 /* Open a modal form (copied). */
 void console_form(struct console *c, const struct form *f);
 /* The current screen's filter ("" when none). */

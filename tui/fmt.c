@@ -10,6 +10,7 @@
 #include "fmt.h"
 
 #include <errno.h>
+#include <langinfo.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,12 @@ void
 fmt_set_ascii(int ascii)
 {
 	fmt_ascii = ascii != 0;
+}
+
+int
+fmt_locale_utf8(void)
+{
+	return strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
 }
 
 int

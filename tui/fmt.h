@@ -19,6 +19,8 @@
 #define FMT_RIGHT 2 /* right-align (implies FMT_PAD) */
 
 void fmt_set_ascii(int ascii);
+/* Whether LC_CTYPE's codeset is UTF-8 (after setlocale). */
+int fmt_locale_utf8(void);
 int fmt_is_ascii(void);
 
 /*

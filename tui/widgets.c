@@ -487,3 +487,68 @@ help_draw(const char *title, const char *const *lines)
 		ui_put(y + 1 + i, x + 2, w - 4, C_FORM, lines[i], 0);
 	ui_put(y + h - 2, x + 2, w - 4, C_FORM, "any key closes", 0);
 }
+
+void
+vislist_reset(struct vislist *v)
+{
+	v->n = 0;
+}
+
+void
+vislist_add(struct vislist *v, int i)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 64;
+		v->idx = xrealloc(v->idx, (size_t)v->cap * sizeof *v->idx);
+	}
+	v->idx[v->n++] = i;
+}
+
+void
+ui_header(int y, int cols, const struct colspec *spec, int n)
+{
+	int i, x = 0, w;
+
+	ui_fill(y, 0, cols, C_HEADER);
+	for (i = 0; i < n && x < cols; i++) {
+		w = spec[i].width ? MIN(spec[i].width, cols - x) : cols - x;
+		ui_put(y, x, w, C_HEADER, spec[i].title, spec[i].flags);
+		x += w + 1;
+	}
+}
+
+void
+row_begin(struct row *r, int y, int cols, int sel, const struct colspec *spec, int n)
+{
+	r->y = y;
+	r->x = 0;
+	r->cols = cols;
+	r->sel = sel;
+	r->spec = spec;
+	r->n = n;
+	r->i = 0;
+	if (sel)
+		ui_fill(y, 0, cols, C_SEL);
+}
+
+void
+row_cell(struct row *r, enum colour c, const char *text)
+{
+	int w;
+
+	if (r->i >= r->n)
+		return;
+	w = r->spec[r->i].width ? r->spec[r->i].width : r->cols - r->x;
+	if (w > r->cols - r->x)
+		w = r->cols - r->x;
+	if (w > 0)
+		ui_put(r->y, r->x, w, r->sel ? C_SEL : c, text, r->spec[r->i].flags);
+	r->x += w + 1;
+	r->i++;
+}
+
+int
+row_left(const struct row *r)
+{
+	return r->x < r->cols ? r->cols - r->x : 0;
+}

@@ -133,3 +133,41 @@ void form_draw(const struct form *f, int *cy, int *cx);
 
 /* A centred box with title and NULL-terminated lines ("key  what"). */
 void help_draw(const char *title, const char *const *lines);
+
+/* Indices of the rows that pass a filter; grows, never shrinks (no per-frame allocation). */
+struct vislist {
+	int *idx;
+	int n;
+	int cap;
+};
+
+void vislist_reset(struct vislist *v);
+void vislist_add(struct vislist *v, int i);
+
+/*
+ * Table rows. A column spec gives a title, a width (0: the rest of the
+ * line) and FMT_PAD / FMT_RIGHT; cells are one space apart. row_cell()
+ * draws the next cell (in C_SEL on the selected row) and skips cells that
+ * no longer fit.
+ */
+struct colspec {
+	const char *title;
+	int width;
+	int flags;
+};
+
+struct row {
+	int y;
+	int x;
+	int cols;
+	int sel;
+	const struct colspec *spec;
+	int n;
+	int i;
+};
+
+void ui_header(int y, int cols, const struct colspec *spec, int n);
+void row_begin(struct row *r, int y, int cols, int sel, const struct colspec *spec, int n);
+void row_cell(struct row *r, enum colour c, const char *text);
+/* Columns left on the row after the cells drawn so far. */
+int row_left(const struct row *r);

@@ -1,0 +1,264 @@
+/*
+ * screen_breakers: one row per backend — breaker state in words and colour
+ * (closed green, half-open yellow, open and forced states red), failure
+ * and slow-call rates, calls in the window, time until half-open,
+ * in-flight against the bulkhead limit, health; below, the selected
+ * backend's mode and last transition. o / c / r force the breaker open,
+ * force it closed, or give it back to automatic control, each after a
+ * confirmation (PUT /v1/backends/{b}/breaker).
+ */
+#include "screen_breakers.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "client.h"
+#include "fmt.h"
+#include "util.h"
+
+static struct {
+	struct listsel ls;
+	struct vislist vis;
+	int page; /* list rows at the last draw */
+} br;
+
+static const char *const breakers_help[] = {
+	"Breakers: one circuit breaker per backend",
+	"  closed (green)  half-open (yellow)  open / forced (red)",
+	"  HALF-OPEN IN  time until an open breaker admits a probe",
+	"o          force the selected breaker open (confirm)",
+	"c          force it closed (confirm)",
+	"r          reset to automatic control (confirm)",
+	NULL,
+};
+
+static const struct colspec br_cols[] = {
+	{ "BACKEND", 16, FMT_PAD }, { "STATE", 13, FMT_PAD },	 { "FAIL%", 6, FMT_RIGHT },
+	{ "SLOW%", 6, FMT_RIGHT },  { "CALLS", 6, FMT_RIGHT },	 { "HALF-OPEN", 9, FMT_RIGHT },
+	{ "INFLIGHT", 9, FMT_RIGHT }, { "HEALTH", 6, FMT_RIGHT }, { "P90", 0, FMT_RIGHT },
+};
+
+const char *
+breaker_words(enum breaker_st st, const char *raw)
+{
+	switch (st) {
+	case BS_CLOSED:
+		return "closed";
+	case BS_HALF_OPEN:
+		return "half-open";
+	case BS_OPEN:
+		return "OPEN";
+	case BS_FORCED_OPEN:
+		return "forced open";
+	case BS_FORCED_CLOSED:
+		return "forced closed";
+	default:
+		return raw[0] ? raw : "?";
+	}
+}
+
+enum colour
+breaker_colour(enum breaker_st st)
+{
+	switch (st) {
+	case BS_CLOSED:
+		return C_OK;
+	case BS_HALF_OPEN:
+		return C_WARN;
+	case BS_OPEN:
+	case BS_FORCED_OPEN:
+	case BS_FORCED_CLOSED:
+		return C_BAD;
+	default:
+		return C_NORMAL;
+	}
+}
+
+static void
+build(struct console *c)
+{
+	const char *f = console_filter(c, SCR_BREAKERS);
+	int i;
+
+	vislist_reset(&br.vis);
+	for (i = 0; c->state != NULL && i < c->state->nbackends; i++) {
+		const struct backend_v *b = &c->state->backends[i];
+		const char *fields[] = { b->name, b->state, b->version, NULL };
+
+		if (filter_match(f, fields))
+			vislist_add(&br.vis, i);
+	}
+}
+
+static void
+draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
+{
+	struct row row;
+	char t[64];
+
+	row_begin(&row, y, cols, sel, br_cols, (int)ARRAY_SIZE(br_cols));
+	row_cell(&row, C_NORMAL, b->name);
+	row_cell(&row, breaker_colour(b->st), breaker_words(b->st, b->state));
+	fmt_pct(t, sizeof t, b->failure_rate, 1);
+	row_cell(&row, b->failure_rate > 0 ? C_WARN : C_NORMAL, t);
+	fmt_pct(t, sizeof t, b->slow_call_rate, 1);
+	row_cell(&row, b->slow_call_rate > 0 ? C_WARN : C_NORMAL, t);
+	snprintf(t, sizeof t, "%d", b->calls_in_window);
+	row_cell(&row, C_NORMAL, b->calls_in_window >= 0 ? t : "-");
+	if ((b->st == BS_OPEN) && b->half_open_at > 0)
+		fmt_duration(t, sizeof t, MAX(b->half_open_at - c->now_wall, 0), 0);
+	else
+		snprintf(t, sizeof t, "-");
+	row_cell(&row, C_NORMAL, t);
+	snprintf(t, sizeof t, "%d/%d", b->inflight, b->max_concurrent);
+	row_cell(&row, b->max_concurrent > 0 && b->inflight >= b->max_concurrent ? C_BAD : C_NORMAL,
+		 t);
+	if (isnan(b->health))
+		snprintf(t, sizeof t, "-");
+	else
+		snprintf(t, sizeof t, "%.2f", b->health);
+	row_cell(&row, !isnan(b->health) && b->health < 0.5 ? C_WARN : C_NORMAL, t);
+	fmt_latency(t, sizeof t, b->p90_ms);
+	row_cell(&row, C_NORMAL, t);
+}
+
+static void
+draw_panel(struct console *c, const struct backend_v *b, int y, int cols)
+{
+	char when[32], opened[32];
+
+	ui_fill(y, 0, cols, C_HEADER);
+	ui_printf(y, 0, cols, C_HEADER, 0, " %s%s%s  mode %s  failures in a row %d", b->name,
+		  b->version[0] ? " " : "", b->version, b->mode[0] ? b->mode : "?", b->failures);
+	if (b->opened_at > 0) {
+		fmt_clock(opened, sizeof opened, b->opened_at, c->now_wall);
+		ui_printf(y, cols - 20, 20, C_HEADER, FMT_RIGHT, "opened %s ", opened);
+	}
+	if (!b->has_transition) {
+		ui_put(y + 1, 1, cols - 1, C_DIM, "no transition yet", 0);
+		return;
+	}
+	fmt_clock(when, sizeof when, b->tr_at, c->now_wall);
+	ui_printf(y + 1, 1, cols - 1, C_NORMAL, 0, "last transition %s: %s %s %s (%s)", when,
+		  b->tr_from, fmt_is_ascii() ? "->" : "\xe2\x86\x92", b->tr_to,
+		  b->tr_reason[0] ? b->tr_reason : "no reason given");
+}
+
+static void
+breakers_draw(struct console *c, int top, int rows, int cols)
+{
+	int y, i, list_rows, panel = rows >= 8 ? 2 : 0, nopen = 0;
+
+	build(c);
+	if (c->state == NULL) {
+		ui_put(top + 1, 1, cols - 1, C_DIM, "waiting for the first snapshot ...", 0);
+		return;
+	}
+	for (i = 0; i < c->state->nbackends; i++)
+		nopen += c->state->backends[i].st != BS_CLOSED;
+	ui_printf(top, 1, cols - 1, C_NORMAL, 0, "backends %d   not closed %d", c->state->nbackends,
+		  nopen);
+	ui_header(top + 1, cols, br_cols, (int)ARRAY_SIZE(br_cols));
+	list_rows = rows - 2 - panel;
+	br.page = MAX(list_rows, 1);
+	listsel_clamp(&br.ls, br.vis.n, br.page);
+	for (i = br.ls.top, y = top + 2; i < br.vis.n && y < top + 2 + list_rows; i++, y++)
+		draw_row(c, &c->state->backends[br.vis.idx[i]], y, cols, i == br.ls.sel);
+	if (br.vis.n == 0)
+		ui_put(top + 2, 1, cols - 1, C_DIM,
+		       c->state->nbackends ? "no backend matches the filter" : "no backends", 0);
+	else if (panel)
+		draw_panel(c, &c->state->backends[br.vis.idx[br.ls.sel]], top + rows - panel, cols);
+}
+
+static const char *
+target_name(const char *state)
+{
+	return strcmp(state, "forced_open") == 0     ? "OPEN (forced)" :
+	       strcmp(state, "forced_closed") == 0 ? "CLOSED (forced)" :
+						     "automatic control (closed, empty windows)";
+}
+
+static int
+breaker_check(struct form *f, struct console *c)
+{
+	char reason[256];
+
+	field_get(&f->fields[0], reason, sizeof reason);
+	snprintf(f->summary, sizeof f->summary,
+		 "Set the breaker of backend %s to %s%s%s%s.", f->subject, target_name(f->extra),
+		 reason[0] ? " (reason: " : "", reason, reason[0] ? ")" : "");
+	return 0;
+}
+
+static void
+breaker_apply(struct form *f, struct console *c)
+{
+	cJSON *o = cJSON_CreateObject();
+	char reason[256], path[256], label[160], *seg = client_escape(f->subject), *body;
+
+	field_get(&f->fields[0], reason, sizeof reason);
+	cJSON_AddStringToObject(o, "state", f->extra);
+	if (reason[0])
+		cJSON_AddStringToObject(o, "reason", reason);
+	body = cJSON_PrintUnformatted(o);
+	snprintf(path, sizeof path, "/v1/backends/%s/breaker", seg);
+	snprintf(label, sizeof label, "breaker %s -> %s", f->subject, f->extra);
+	console_send(c, label, "PUT", path, body);
+	cJSON_free(body);
+	cJSON_Delete(o);
+	free(seg);
+}
+
+static void
+open_form(struct console *c, const struct backend_v *b, const char *state)
+{
+	struct form f;
+
+	memset(&f, 0, sizeof f);
+	snprintf(f.title, sizeof f.title, "Breaker %s", b->name);
+	snprintf(f.subject, sizeof f.subject, "%s", b->name);
+	snprintf(f.extra, sizeof f.extra, "%s", state);
+	f.nfields = 1;
+	snprintf(f.fields[0].label, sizeof f.fields[0].label, "Reason");
+	snprintf(f.fields[0].hint, sizeof f.fields[0].hint, "optional");
+	f.check = breaker_check;
+	f.apply = breaker_apply;
+	console_form(c, &f);
+}
+
+static enum next
+breakers_key(struct console *c, int key)
+{
+	const struct backend_v *b;
+
+	if (c->state == NULL)
+		return NEXT_PASS;
+	build(c);
+	if (listsel_key(&br.ls, key, br.vis.n, MAX(br.page, 1)))
+		return NEXT_DONE;
+	if (key != 'o' && key != 'c' && key != 'r')
+		return NEXT_PASS;
+	if (br.vis.n == 0)
+		return NEXT_DONE;
+	if (!console_can_operate(c))
+		return NEXT_DONE;
+	listsel_clamp(&br.ls, br.vis.n, MAX(br.page, 1));
+	b = &c->state->backends[br.vis.idx[br.ls.sel]];
+	open_form(c, b, key == 'o' ? "forced_open" : key == 'c' ? "forced_closed" : "auto");
+	return NEXT_DONE;
+}
+
+const struct screen screen_breakers = {
+	.name = "Breakers",
+	.help = breakers_help,
+	.want = 0,
+	.draw = breakers_draw,
+	.key = breakers_key,
+	.hints = "j/k move  / filter",
+	.op_hints = "o open  c closed  r auto",
+};
