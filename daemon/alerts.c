@@ -20,10 +20,10 @@
 #include "util.h"
 
 const struct alert_burn_pair alert_burn_pairs[ALERT_NBURN_PAIRS] = {
-	{ "1h", 14.4, 60, 5, SEVERITY_PAGE },
-	{ "6h", 6.0, 360, 30, SEVERITY_PAGE },
-	{ "1d", 3.0, 1440, 120, SEVERITY_TICKET },
-	{ "3d", 1.0, 4320, 360, SEVERITY_TICKET },
+	{"1h", 14.4, 60, 5, SEVERITY_PAGE},
+	{"6h", 6.0, 360, 30, SEVERITY_PAGE},
+	{"1d", 3.0, 1440, 120, SEVERITY_TICKET},
+	{"3d", 1.0, 4320, 360, SEVERITY_TICKET},
 };
 
 static const char *const alert_state_names[ALERT__COUNT] = {
@@ -61,7 +61,7 @@ alert_state_parse(const char *name, enum alert_state *out)
 const char *
 alert_op_name(enum alert_op op)
 {
-	static const char *const names[] = { "<", "<=", ">", ">=" };
+	static const char *const names[] = {"<", "<=", ">", ">="};
 
 	return (unsigned)op < ARRAY_SIZE(names) ? names[op] : "?";
 }
@@ -227,7 +227,8 @@ alert_update(struct alert *a, int cond, double value, int64_t now_ms)
 	case ALERT_RESOLVED:
 		if (cond)
 			changed = alert_set_state(
-				a, a->rule->for_s <= 0 ? ALERT_FIRING : ALERT_PENDING, now_ms, value);
+				a, a->rule->for_s <= 0 ? ALERT_FIRING : ALERT_PENDING, now_ms,
+				value);
 		break;
 	case ALERT_PENDING:
 		if (!cond)

@@ -27,10 +27,10 @@
 #include "obs.h"
 #include "util.h"
 
-#define EVENTS_LIMIT_DEFAULT 200
-#define EVENTS_LIMIT_MAX 1000
+#define EVENTS_LIMIT_DEFAULT	200
+#define EVENTS_LIMIT_MAX	1000
 #define ALERTS_RESOLVED_KEEP_MS (24LL * 3600 * 1000)
-#define METRICS_MAX_BYTES (16u << 20)
+#define METRICS_MAX_BYTES	(16u << 20)
 
 static void
 respond_json(struct http_req *r, cJSON *o)
@@ -165,7 +165,7 @@ static void
 handle_alerts(struct http_req *r, struct engine *e)
 {
 	int64_t now = clock_wall_ms(), cutoff = now - ALERTS_RESOLVED_KEEP_MS, after;
-	struct fold f = { NULL, 0, 0 };
+	struct fold f = {NULL, 0, 0};
 	struct store_val v[2];
 	char *cause = NULL;
 	cJSON *o = NULL, *arr;
@@ -178,7 +178,8 @@ handle_alerts(struct http_req *r, struct engine *e)
 	v[0] = SVI(cutoff);
 	after = store_reader_int(
 		e->reader,
-		"SELECT coalesce(min(coalesce((SELECT max(c.id) FROM alerts c WHERE c.rule = a.rule "
+		"SELECT coalesce(min(coalesce((SELECT max(c.id) FROM alerts c WHERE c.rule = "
+		"a.rule "
 		"AND c.route IS a.route AND c.id < a.id AND c.state IN ('resolved', 'inactive')), "
 		"0)), -1) FROM alerts a WHERE a.id IN (SELECT max(id) FROM alerts WHERE at < ?1 "
 		"GROUP BY rule, route) AND a.state IN ('pending', 'firing')",
@@ -301,8 +302,8 @@ metrics_reviews(struct metrics *m, struct engine *e, int64_t now_wall)
 {
 	int64_t(*pending)[PRIORITY__COUNT] = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *pending);
 	int64_t *overdue = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *overdue);
-	struct review_counts rc = { e, pending, overdue };
-	struct store_val v[] = { SVI(now_wall) };
+	struct review_counts rc = {e, pending, overdue};
+	struct store_val v[] = {SVI(now_wall)};
 	struct metrics_label l[2];
 	char *cause = NULL;
 	int i, p;
@@ -320,15 +321,15 @@ metrics_reviews(struct metrics *m, struct engine *e, int64_t now_wall)
 		       "priority.");
 	for (i = 0; i < e->nroutes; i++) {
 		for (p = 0; p < PRIORITY__COUNT; p++) {
-			l[0] = (struct metrics_label){ "route", e->routes[i].cfg->name };
-			l[1] = (struct metrics_label){ "priority", priority_name((enum priority)p) };
+			l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+			l[1] = (struct metrics_label){"priority", priority_name((enum priority)p)};
 			metrics_sample(m, "fusebox_review_pending", l, 2, (double)pending[i][p]);
 		}
 	}
 	metrics_family(m, "fusebox_review_overdue", METRICS_GAUGE,
 		       "Open review items past their SLA, by route.");
 	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", e->routes[i].cfg->name };
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
 		metrics_sample(m, "fusebox_review_overdue", l, 1, (double)overdue[i]);
 	}
 out:
@@ -356,25 +357,26 @@ handle_metrics(struct http_req *r, struct engine *e)
 		enum breaker_state st = breaker_state(&e->backends[i].breaker, now_mono);
 
 		engine_breaker_events(e, &e->backends[i]);
-		l[0] = (struct metrics_label){ "backend", e->backends[i].cfg->name };
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
 		metrics_sample(&m, "fusebox_breaker_state", l, 1, (double)st);
 	}
 	metrics_family(&m, "fusebox_inflight", METRICS_GAUGE,
 		       "Attempts holding a bulkhead slot, by backend.");
 	for (i = 0; i < e->nbackends; i++) {
-		l[0] = (struct metrics_label){ "backend", e->backends[i].cfg->name };
-		metrics_sample(&m, "fusebox_inflight", l, 1, (double)e->backends[i].bulkhead.inflight);
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(&m, "fusebox_inflight", l, 1,
+			       (double)e->backends[i].bulkhead.inflight);
 	}
 	metrics_family(&m, "fusebox_route_level", METRICS_GAUGE,
 		       "Effective route level (0 primary, 1 backup, 2 rules, 3 async).");
 	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", e->routes[i].cfg->name };
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
 		metrics_sample(&m, "fusebox_route_level", l, 1, (double)engine_route_level(e, i));
 	}
 	metrics_family(&m, "fusebox_retry_budget_denied_total", METRICS_COUNTER,
 		       "Retries the retry budget refused, by route.");
 	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", e->routes[i].cfg->name };
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
 		metrics_sample(&m, "fusebox_retry_budget_denied_total", l, 1,
 			       (double)e->routes[i].retries_denied);
 	}
@@ -396,9 +398,9 @@ handle_metrics(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_slo_endpoints[] = {
-	{ HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo, 0 },
-	{ HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts, 0 },
-	{ HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events, 0 },
-	{ HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics, 0 },
-	{ 0, NULL, 0, NULL, 0 },
+	{HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo, 0},
+	{HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts, 0},
+	{HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events, 0},
+	{HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics, 0},
+	{0, NULL, 0, NULL, 0},
 };

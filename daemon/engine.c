@@ -22,6 +22,7 @@
 #include "cache.h"
 #include "call.h"
 #include "clock.h"
+#include "control.h"
 #include "idem.h"
 #include "jobs.h"
 #include "log.h"
@@ -79,6 +80,7 @@ engine_route_level(struct engine *e, int i)
 			 rt->forced_level, rt->auto_level);
 		log_info("engine", "route %s: %s", rt->cfg->name, detail);
 		engine_event(e, "level", rt->cfg->name, detail);
+		control_level_expired(e, i);
 		rt->forced_level = -1;
 		free(rt->forced_actor);
 		free(rt->forced_reason);
@@ -406,6 +408,9 @@ engine_create(const struct config *cfg, struct store *st, struct engine **out, c
 	}
 	e->reader = rd;
 	rd = NULL;
+	r = control_restore(e, cause);
+	if (r != 0)
+		goto out;
 	r = jobs_new(e, &e->jobs, cause);
 	if (r != 0)
 		goto out;

@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "api_slo.h"
 #include "engine.h"
 #include "log.h"
 
@@ -55,6 +56,7 @@ static const struct endpoint *const endpoint_tables[] = {
 	api_call_endpoints,
 	api_control_endpoints,
 	api_chat_endpoints,
+	api_slo_endpoints,
 };
 
 static enum http_method
@@ -376,6 +378,16 @@ engine_dispatch(struct engine *e, void *arg)
 	r->ep->handler(r, e);
 }
 
+/* Adds the length of one query argument ("&k=v") to *cls. */
+static enum MHD_Result
+arg_len(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	size_t *n = cls;
+
+	*n += 2 + strlen(key) + (value ? strlen(value) : 0);
+	return MHD_YES;
+}
+
 static enum MHD_Result
 http_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
 	    const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls)
@@ -384,6 +396,7 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 	struct http_req *r = *con_cls;
 	const union MHD_ConnectionInfo *ci;
 	char allow[64];
+	size_t ulen;
 	int rc;
 
 	if (r == NULL) {
@@ -393,7 +406,9 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		r->method = method_parse(method);
 		r->role = -1;
 		buf_init(&r->body, (size_t)s->max_body_bytes);
-		if (strlen(url) > MAX_URL_BYTES) {
+		ulen = strlen(url);
+		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, arg_len, &ulen);
+		if (ulen > MAX_URL_BYTES) {
 			r->url = xstrdup("/");
 			set_error(r, 414, "uri_too_long", "request URL longer than 4096 bytes");
 			r->state = REQ_TOO_BIG;
@@ -422,10 +437,11 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 
 				snprintf(msg, sizeof msg, "request body larger than max_body_bytes (%lld)",
 					 (long long)s->max_body_bytes);
+				/* MHD 0.9.75 refuses a response while upload data is
+				 * pending: discard the rest, answer 413 at the end. */
 				set_error(r, 413, "body_too_large", msg);
 				r->state = REQ_TOO_BIG;
 				buf_free(&r->body);
-				return queue_response(r);
 			}
 			*upload_data_size = 0;
 			return MHD_YES;

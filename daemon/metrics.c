@@ -106,7 +106,7 @@ metrics_format_value(double v, char *out, size_t outlen)
 void
 metrics_family(struct metrics *m, const char *name, enum metrics_type type, const char *help)
 {
-	static const char *const types[] = { "counter", "gauge", "histogram" };
+	static const char *const types[] = {"counter", "gauge", "histogram"};
 
 	puts_(m, "# HELP ");
 	puts_(m, name);
@@ -146,8 +146,8 @@ put_labels(struct metrics *m, const struct metrics_label *labels, int nlabels, c
 }
 
 static void
-put_line(struct metrics *m, const char *name, const char *suffix, const struct metrics_label *labels,
-	 int nlabels, const char *le, double value)
+put_line(struct metrics *m, const char *name, const char *suffix,
+	 const struct metrics_label *labels, int nlabels, const char *le, double value)
 {
 	char num[64];
 

@@ -39,8 +39,8 @@ void metrics_init(struct metrics *m, size_t max_bytes);
 /* # HELP and # TYPE lines of one family (help escaped: \ and newline). */
 void metrics_family(struct metrics *m, const char *name, enum metrics_type type, const char *help);
 /* One sample line: name{labels} value. */
-void metrics_sample(struct metrics *m, const char *name, const struct metrics_label *labels, int nlabels,
-		    double value);
+void metrics_sample(struct metrics *m, const char *name, const struct metrics_label *labels,
+		    int nlabels, double value);
 /* name_bucket{labels,le=...} (cumulative), name_sum and name_count. */
 void metrics_histogram(struct metrics *m, const char *name, const struct metrics_label *labels,
 		       int nlabels, const struct metrics_hist *h);

@@ -26,8 +26,8 @@
 #include "log.h"
 #include "util.h"
 
-#define NOTIFY_TIMEOUT_MS 2000L
-#define NOTIFY_MAX_BODY (1 << 20)
+#define NOTIFY_TIMEOUT_MS     2000L
+#define NOTIFY_MAX_BODY	      (1 << 20)
 #define NOTIFY_MAX_BACKOFF_MS 60000
 
 struct notify_msg {

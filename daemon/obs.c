@@ -38,15 +38,15 @@
 #include "slo.h"
 #include "util.h"
 
-#define OBS_FLUSH_MS 2000
+#define OBS_FLUSH_MS	 2000
 #define OBS_AM_RESEND_MS 60000
-#define OBS_MAX_NAMED 32 /* distinct degradation reasons / stages per route */
-#define OBS_LEVELS 4
+#define OBS_MAX_NAMED	 32 /* distinct degradation reasons / stages per route */
+#define OBS_LEVELS	 4
 #define OBS_NOTIFY_QUEUE 256
 #define OBS_NOTIFY_TRIES 4
 
 /* The windows of /v1/slo plus 2h (the short window of the 1d burn pair). */
-static const int obs_windows[] = { 5, 30, 60, 120, 360, 1440, 4320, 43200 };
+static const int obs_windows[] = {5, 30, 60, 120, 360, 1440, 4320, 43200};
 #define OBS_NWINDOWS ((int)ARRAY_SIZE(obs_windows))
 
 struct obs_named {
@@ -246,7 +246,7 @@ load_row(void *arg, sqlite3_stmt *row)
 static int
 history_load(struct obs *o, int64_t now_wall_ms, char **cause)
 {
-	struct load_ctx lc = { o, 0 };
+	struct load_ctx lc = {o, 0};
 	struct buf sql;
 	struct store_val v[1];
 	int i, ret;
@@ -309,7 +309,7 @@ alert_store_row(struct obs *o, const char *rule, const char *route, const char *
 static void
 event_row(struct obs *o, int64_t at, const char *subject, const char *detail)
 {
-	struct store_val v[] = { SVI(at), SVT("alert"), SVT(subject), SVT(detail) };
+	struct store_val v[] = {SVI(at), SVT("alert"), SVT(subject), SVT(detail)};
 
 	if (o->st != NULL)
 		store_put(o->st, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
@@ -350,21 +350,22 @@ orphan_row(void *arg, sqlite3_stmt *row)
 static void
 alerts_restore(struct obs *o, int64_t now_wall_ms)
 {
-	struct orphan_ctx oc = { o, now_wall_ms };
+	struct orphan_ctx oc = {o, now_wall_ms};
 	char *cause = NULL;
 	int i;
 
 	for (i = 0; i < o->nrules; i++) {
 		struct alert_rule *r = &o->rules[i];
-		struct last_ctx lc = { "", 0, 0 };
-		struct store_val v[] = { SVT(r->name), SVT(rule_route_name(o, r)) };
+		struct last_ctx lc = {"", 0, 0};
+		struct store_val v[] = {SVT(r->name), SVT(rule_route_name(o, r))};
 		enum alert_state st;
 		int64_t since;
 
-		if (store_reader_query(o->rd,
-				       "SELECT state, at FROM alerts WHERE rule = ?1 AND route = ?2 "
-				       "ORDER BY id DESC LIMIT 1",
-				       v, 2, last_row, &lc, &cause) != 0) {
+		if (store_reader_query(
+			    o->rd,
+			    "SELECT state, at FROM alerts WHERE rule = ?1 AND route = ?2 "
+			    "ORDER BY id DESC LIMIT 1",
+			    v, 2, last_row, &lc, &cause) != 0) {
 			log_warn("obs", "alerts restore: %s", cause ? cause : "query failed");
 			free(cause);
 			cause = NULL;
@@ -375,7 +376,8 @@ alerts_restore(struct obs *o, int64_t now_wall_ms)
 			continue;
 		since = store_reader_int(
 			o->rd,
-			"SELECT coalesce(min(at), 0) FROM alerts WHERE rule = ?1 AND route = ?2 AND "
+			"SELECT coalesce(min(at), 0) FROM alerts WHERE rule = ?1 AND route = ?2 "
+			"AND "
 			"id > coalesce((SELECT max(id) FROM alerts WHERE rule = ?1 AND route = ?2 "
 			"AND state IN ('resolved', 'inactive')), 0)",
 			v, 2, lc.at);
@@ -442,7 +444,8 @@ obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int
 	if (cfg->alert_webhook != NULL || cfg->alertmanager_url != NULL) {
 		ret = notify_new(OBS_NOTIFY_QUEUE, &o->notify);
 		if (ret != 0) {
-			*cause = xasprintf("obs: cannot start the alert notifier: %s", strerror(-ret));
+			*cause = xasprintf("obs: cannot start the alert notifier: %s",
+					   strerror(-ret));
 			goto out;
 		}
 	}
@@ -556,7 +559,7 @@ static void
 count_one(struct obs *o, int route, enum slo_field total, enum slo_field good, int is_good,
 	  int64_t wall_ms)
 {
-	uint32_t delta[SLO_FIELD__COUNT] = { 0 };
+	uint32_t delta[SLO_FIELD__COUNT] = {0};
 
 	if (o == NULL || !route_ok(o, route))
 		return;
@@ -734,8 +737,8 @@ alerts_eval(struct obs *o, int64_t now_wall_ms)
 			if (r->route != route)
 				continue;
 			if (!have) {
-				n = route_sums(o, route, now_wall_ms, o->routes[route].max_alert_min,
-					       sums);
+				n = route_sums(o, route, now_wall_ms,
+					       o->routes[route].max_alert_min, sums);
 				have = 1;
 			}
 			li = window_index(r->window_min);
@@ -828,8 +831,8 @@ window_json(const struct slo_counts *c)
 		const char *name;
 		enum slo_field f;
 	} srcs[] = {
-		{ "llm", SLO_SRC_LLM },	    { "backup", SLO_SRC_BACKUP }, { "rules", SLO_SRC_RULES },
-		{ "cache", SLO_SRC_CACHE }, { "preset", SLO_SRC_PRESET }, { "manual", SLO_SRC_MANUAL },
+		{"llm", SLO_SRC_LLM},	  {"backup", SLO_SRC_BACKUP}, {"rules", SLO_SRC_RULES},
+		{"cache", SLO_SRC_CACHE}, {"preset", SLO_SRC_PRESET}, {"manual", SLO_SRC_MANUAL},
 	};
 	cJSON *x = cJSON_CreateObject(), *bs;
 	struct slo_stats s;
@@ -874,7 +877,8 @@ budget_json(const struct slo_counts *sums, enum slo_kind k, double target)
 		char name[16];
 
 		window_label(obs_windows[i], name, sizeof name);
-		add_ratio(br, name, slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
+		add_ratio(br, name,
+			  slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
 	}
 	return x;
 }
@@ -974,10 +978,10 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 				if (n == 0)
 					continue;
 				snprintf(lvl, sizeof lvl, "%d", k);
-				l[0] = (struct metrics_label){ "route", route_name(o, i) };
-				l[1] = (struct metrics_label){ "source",
-							       source_name((enum source)j) };
-				l[2] = (struct metrics_label){ "level", lvl };
+				l[0] = (struct metrics_label){"route", route_name(o, i)};
+				l[1] = (struct metrics_label){"source",
+							      source_name((enum source)j)};
+				l[2] = (struct metrics_label){"level", lvl};
 				metrics_sample(m, "fusebox_calls_total", l, 3, (double)n);
 			}
 		}
@@ -990,14 +994,14 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 
 			if (n == 0)
 				continue;
-			l[0] = (struct metrics_label){ "backend", o->cfg->backends[i].name };
-			l[1] = (struct metrics_label){ "outcome", outcome_name((enum outcome)j) };
+			l[0] = (struct metrics_label){"backend", o->cfg->backends[i].name};
+			l[1] = (struct metrics_label){"outcome", outcome_name((enum outcome)j)};
 			metrics_sample(m, "fusebox_attempts_total", l, 2, (double)n);
 		}
 	}
 	metrics_family(m, "fusebox_retries_total", METRICS_COUNTER, "Retries made, by route.");
 	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", route_name(o, i) };
+		l[0] = (struct metrics_label){"route", route_name(o, i)};
 		metrics_sample(m, "fusebox_retries_total", l, 1, (double)o->routes[i].retries);
 	}
 	metrics_family(m, "fusebox_degradations_total", METRICS_COUNTER,
@@ -1008,8 +1012,8 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 
 			if (d->name == NULL)
 				continue;
-			l[0] = (struct metrics_label){ "route", route_name(o, i) };
-			l[1] = (struct metrics_label){ "reason", d->name };
+			l[0] = (struct metrics_label){"route", route_name(o, i)};
+			l[1] = (struct metrics_label){"reason", d->name};
 			metrics_sample(m, "fusebox_degradations_total", l, 2, (double)d->n);
 		}
 	}
@@ -1021,28 +1025,28 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 
 			if (d->name == NULL)
 				continue;
-			l[0] = (struct metrics_label){ "route", route_name(o, i) };
-			l[1] = (struct metrics_label){ "stage", d->name };
+			l[0] = (struct metrics_label){"route", route_name(o, i)};
+			l[1] = (struct metrics_label){"stage", d->name};
 			metrics_sample(m, "fusebox_validation_failures_total", l, 2, (double)d->n);
 		}
 	}
 	metrics_family(m, "fusebox_call_duration_seconds", METRICS_HISTOGRAM,
 		       "Guarded call duration as the caller saw it, by route.");
 	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", route_name(o, i) };
+		l[0] = (struct metrics_label){"route", route_name(o, i)};
 		metrics_histogram(m, "fusebox_call_duration_seconds", l, 1, &o->routes[i].duration);
 	}
 	metrics_family(m, "fusebox_attempt_duration_seconds", METRICS_HISTOGRAM,
 		       "Upstream attempt duration, by backend.");
 	for (i = 0; i < o->nbackends; i++) {
-		l[0] = (struct metrics_label){ "backend", o->cfg->backends[i].name };
+		l[0] = (struct metrics_label){"backend", o->cfg->backends[i].name};
 		metrics_histogram(m, "fusebox_attempt_duration_seconds", l, 1,
 				  &o->backends[i].duration);
 	}
 	metrics_family(m, "fusebox_slo_calls_total", METRICS_COUNTER,
 		       "Calls counted by the SLOs (all but caller errors), by route.");
 	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){ "route", route_name(o, i) };
+		l[0] = (struct metrics_label){"route", route_name(o, i)};
 		metrics_sample(m, "fusebox_slo_calls_total", l, 1, (double)o->routes[i].slo_total);
 	}
 	metrics_family(m, "fusebox_slo_good_total", METRICS_COUNTER,
@@ -1050,8 +1054,8 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 		       "source) or smart (answered by llm or backup).");
 	for (i = 0; i < o->nroutes; i++) {
 		for (k = 0; k < SLO_KIND__COUNT; k++) {
-			l[0] = (struct metrics_label){ "route", route_name(o, i) };
-			l[1] = (struct metrics_label){ "kind", slo_kind_name((enum slo_kind)k) };
+			l[0] = (struct metrics_label){"route", route_name(o, i)};
+			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
 			metrics_sample(m, "fusebox_slo_good_total", l, 2,
 				       (double)o->routes[i].slo_good[k]);
 		}
@@ -1065,8 +1069,8 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 		if (!s->enabled)
 			continue;
 		for (k = 0; k < SLO_KIND__COUNT; k++) {
-			l[0] = (struct metrics_label){ "route", route_name(o, i) };
-			l[1] = (struct metrics_label){ "kind", slo_kind_name((enum slo_kind)k) };
+			l[0] = (struct metrics_label){"route", route_name(o, i)};
+			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
 			metrics_sample(m, "fusebox_slo_objective", l, 2,
 				       k == SLO_KIND_SERVICE ? s->service_availability
 							     : s->smart_availability);
@@ -1089,11 +1093,11 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 			if (c->v[SLO_TOTAL] == 0)
 				continue;
 			for (k = 0; k < SLO_KIND__COUNT; k++) {
-				l[0] = (struct metrics_label){ "route", route_name(o, i) };
-				l[1] = (struct metrics_label){ "kind",
-							       slo_kind_name((enum slo_kind)k) };
-				l[2] = (struct metrics_label){ "window",
-							       slo_window_name((enum slo_window)w) };
+				l[0] = (struct metrics_label){"route", route_name(o, i)};
+				l[1] = (struct metrics_label){"kind",
+							      slo_kind_name((enum slo_kind)k)};
+				l[2] = (struct metrics_label){"window",
+							      slo_window_name((enum slo_window)w)};
 				metrics_sample(m, "fusebox_slo_availability", l, 3,
 					       (double)slo_good(c, (enum slo_kind)k) /
 						       (double)c->v[SLO_TOTAL]);
@@ -1103,8 +1107,8 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 	metrics_family(m, "fusebox_alert_firing", METRICS_GAUGE,
 		       "1 while the alert rule fires, else 0; one series per configured rule.");
 	for (i = 0; i < o->nrules; i++) {
-		l[0] = (struct metrics_label){ "rule", o->rules[i].name };
-		l[1] = (struct metrics_label){ "route", rule_route_name(o, &o->rules[i]) };
+		l[0] = (struct metrics_label){"rule", o->rules[i].name};
+		l[1] = (struct metrics_label){"route", rule_route_name(o, &o->rules[i])};
 		metrics_sample(m, "fusebox_alert_firing", l, 2,
 			       o->alerts[i].state == ALERT_FIRING ? 1.0 : 0.0);
 	}
@@ -1114,11 +1118,11 @@ obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
 		notify_get_stats(o->notify, &ns);
 		metrics_family(m, "fusebox_alert_notifications_total", METRICS_COUNTER,
 			       "Alert notifications (webhook, Alertmanager) by result.");
-		l[0] = (struct metrics_label){ "result", "delivered" };
+		l[0] = (struct metrics_label){"result", "delivered"};
 		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.delivered);
-		l[0] = (struct metrics_label){ "result", "failed" };
+		l[0] = (struct metrics_label){"result", "failed"};
 		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.failed);
-		l[0] = (struct metrics_label){ "result", "dropped" };
+		l[0] = (struct metrics_label){"result", "dropped"};
 		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.dropped);
 	}
 }

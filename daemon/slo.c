@@ -289,24 +289,24 @@ slo_metric_value(const struct slo_counts *c, const char *metric, double *out)
 {
 	static const struct {
 		const char *name;
-		int num;	/* field, or -1: total minus src_llm */
+		int num; /* field, or -1: total minus src_llm */
 		int den;
 	} metrics[] = {
-		{ "service_availability", SLO_SERVICE_GOOD, SLO_TOTAL },
-		{ "smart_availability", SLO_SMART_GOOD, SLO_TOTAL },
-		{ "latency_ok", SLO_LATENCY_OK, SLO_TOTAL },
-		{ "timeout_rate", SLO_TIMEOUTS, SLO_TOTAL },
-		{ "retry_rate", SLO_RETRIES, SLO_ATTEMPTS },
-		{ "format_violation_rate", SLO_FORMAT_VIOLATIONS, SLO_ATTEMPTS },
-		{ "degraded_rate", -1, SLO_TOTAL },
-		{ "backup_rate", SLO_SRC_BACKUP, SLO_TOTAL },
-		{ "rules_rate", SLO_SRC_RULES, SLO_TOTAL },
-		{ "cache_rate", SLO_SRC_CACHE, SLO_TOTAL },
-		{ "preset_rate", SLO_SRC_PRESET, SLO_TOTAL },
-		{ "manual_rate", SLO_SRC_MANUAL, SLO_TOTAL },
-		{ "review_diff_rate", SLO_REVIEW_CORRECTED, SLO_REVIEW_DECIDED },
-		{ "shadow_agreement", SLO_SHADOW_AGREE, SLO_SHADOW_TOTAL },
-		{ "cross_check_agreement", SLO_CROSS_AGREE, SLO_CROSS_TOTAL },
+		{"service_availability", SLO_SERVICE_GOOD, SLO_TOTAL},
+		{"smart_availability", SLO_SMART_GOOD, SLO_TOTAL},
+		{"latency_ok", SLO_LATENCY_OK, SLO_TOTAL},
+		{"timeout_rate", SLO_TIMEOUTS, SLO_TOTAL},
+		{"retry_rate", SLO_RETRIES, SLO_ATTEMPTS},
+		{"format_violation_rate", SLO_FORMAT_VIOLATIONS, SLO_ATTEMPTS},
+		{"degraded_rate", -1, SLO_TOTAL},
+		{"backup_rate", SLO_SRC_BACKUP, SLO_TOTAL},
+		{"rules_rate", SLO_SRC_RULES, SLO_TOTAL},
+		{"cache_rate", SLO_SRC_CACHE, SLO_TOTAL},
+		{"preset_rate", SLO_SRC_PRESET, SLO_TOTAL},
+		{"manual_rate", SLO_SRC_MANUAL, SLO_TOTAL},
+		{"review_diff_rate", SLO_REVIEW_CORRECTED, SLO_REVIEW_DECIDED},
+		{"shadow_agreement", SLO_SHADOW_AGREE, SLO_SHADOW_TOTAL},
+		{"cross_check_agreement", SLO_CROSS_AGREE, SLO_CROSS_TOTAL},
 	};
 	size_t i;
 	uint64_t num, den;

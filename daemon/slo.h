@@ -21,14 +21,14 @@ enum slo_e {
  * (?3 .. ?22), so that field i binds ?(3 + i).
  */
 enum slo_field {
-	SLO_TOTAL = 0,		/* calls except caller errors (4xx) */
-	SLO_SERVICE_GOOD,	/* 2xx/202 within budget + grace, any source */
-	SLO_SMART_GOOD,		/* answered by llm or backup */
-	SLO_LATENCY_OK,		/* elapsed <= slo.latency_ms */
-	SLO_TIMEOUTS,		/* calls with at least one timed-out attempt */
+	SLO_TOTAL = 0,	  /* calls except caller errors (4xx) */
+	SLO_SERVICE_GOOD, /* 2xx/202 within budget + grace, any source */
+	SLO_SMART_GOOD,	  /* answered by llm or backup */
+	SLO_LATENCY_OK,	  /* elapsed <= slo.latency_ms */
+	SLO_TIMEOUTS,	  /* calls with at least one timed-out attempt */
 	SLO_RETRIES,
 	SLO_ATTEMPTS,
-	SLO_FORMAT_VIOLATIONS,	/* attempts that ended validation_format */
+	SLO_FORMAT_VIOLATIONS, /* attempts that ended validation_format */
 	SLO_SRC_LLM,
 	SLO_SRC_BACKUP,
 	SLO_SRC_RULES,
@@ -51,7 +51,7 @@ const char *slo_field_column(enum slo_field f);
 #define SLO_BUDGET_GRACE_MS 10
 /* The ring keeps this many minutes (30 days), the longest window. */
 #define SLO_MAX_MINUTES 43200
-#define SLO_MINUTE_MS 60000LL
+#define SLO_MINUTE_MS	60000LL
 
 /* Start of the minute holding wall_ms (floor, also for negative times). */
 int64_t slo_minute_of(int64_t wall_ms);

@@ -24,9 +24,11 @@ static const char *cfg_json =
 	"   \"slo\": {\"service_availability\": 0.999, \"smart_availability\": 0.9,"
 	"     \"latency_ms\": 2000, \"latency_target\": 0.99, \"burn_rate_alerts\": true,"
 	"     \"burn_rate_min_calls\": 20,"
-	"     \"alerts\": [{\"name\": \"smart-low\", \"metric\": \"smart_availability\", \"op\": \"<\","
+	"     \"alerts\": [{\"name\": \"smart-low\", \"metric\": \"smart_availability\", \"op\": "
+	"\"<\","
 	"       \"value\": 0.9, \"for_s\": 600, \"window\": \"5m\", \"severity\": \"page\"},"
-	"       {\"name\": \"retries\", \"metric\": \"retry_rate\", \"op\": \">=\", \"value\": 0.05,"
+	"       {\"name\": \"retries\", \"metric\": \"retry_rate\", \"op\": \">=\", \"value\": "
+	"0.05,"
 	"        \"for_s\": 0, \"window\": \"1h\", \"min_calls\": 3}]}},"
 	"  {\"name\": \"plain\", \"targets\": [{\"backend\": \"b\", \"weight\": 1}],"
 	"   \"prompt\": {\"user\": \"{{input}}\"}}]}";

@@ -34,7 +34,7 @@ count_lines(const char *s)
 START_TEST(test_counter_family_and_samples)
 {
 	struct metrics m;
-	struct metrics_label l[] = { { "route", "intent" }, { "source", "llm" }, { "level", "0" } };
+	struct metrics_label l[] = {{"route", "intent"}, {"source", "llm"}, {"level", "0"}};
 	char *out;
 
 	metrics_init(&m, 1 << 16);
@@ -53,7 +53,7 @@ END_TEST
 START_TEST(test_label_escaping)
 {
 	struct metrics m;
-	struct metrics_label l[] = { { "reason", "a\\b\"c\nd" } };
+	struct metrics_label l[] = {{"reason", "a\\b\"c\nd"}};
 	char *out;
 
 	metrics_init(&m, 1 << 16);
@@ -95,7 +95,7 @@ START_TEST(test_histogram_cumulative)
 {
 	struct metrics m;
 	struct metrics_hist h;
-	struct metrics_label l[] = { { "route", "intent" } };
+	struct metrics_label l[] = {{"route", "intent"}};
 	char *out, *p;
 
 	memset(&h, 0, sizeof h);
@@ -109,19 +109,20 @@ START_TEST(test_histogram_cumulative)
 	metrics_histogram(&m, "fusebox_call_duration_seconds", l, 1, &h);
 	out = finish(&m);
 	ck_assert_ptr_nonnull(strstr(out, "# TYPE fusebox_call_duration_seconds histogram\n"));
-	ck_assert_ptr_nonnull(
-		strstr(out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"0.005\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"0.005\"} 2\n"));
 	ck_assert_ptr_nonnull(
 		strstr(out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"1\"} 2\n"));
-	ck_assert_ptr_nonnull(
-		strstr(out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"2.5\"} 3\n"));
-	ck_assert_ptr_nonnull(
-		strstr(out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"120\"} 3\n"));
-	ck_assert_ptr_nonnull(
-		strstr(out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"+Inf\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"2.5\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"120\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(
+		out, "fusebox_call_duration_seconds_bucket{route=\"intent\",le=\"+Inf\"} 4\n"));
 	ck_assert_ptr_nonnull(
 		strstr(out, "fusebox_call_duration_seconds_sum{route=\"intent\"} 501.509\n"));
-	ck_assert_ptr_nonnull(strstr(out, "fusebox_call_duration_seconds_count{route=\"intent\"} 4\n"));
+	ck_assert_ptr_nonnull(
+		strstr(out, "fusebox_call_duration_seconds_count{route=\"intent\"} 4\n"));
 	/* Buckets come in ascending le order and +Inf is last before _sum. */
 	p = strstr(out, "le=\"+Inf\"");
 	ck_assert_ptr_nonnull(p);

@@ -11,10 +11,10 @@
 #include "slo.h"
 
 /* 2026-01-01T00:00:00Z, a minute boundary. */
-#define T0 1767225600000LL
+#define T0     1767225600000LL
 #define MIN_MS 60000LL
 
-static const int all_windows[] = { 5, 30, 60, 120, 360, 1440, 4320, 43200 };
+static const int all_windows[] = {5, 30, 60, 120, 360, 1440, 4320, 43200};
 #define NWIN 8
 
 static void

@@ -518,11 +518,14 @@ print_slo_route(const struct slo_route_v *r)
 					      "LATENCY", "TIMEOUT", "RETRY",   "FORMAT" };
 	struct table *t = table_new(8, titles, " rrrrrrr");
 	char tot[24], sv[16], sm[16], lat[16], to[16], re[16], fv[16], l[16], b1[16], b2[16];
+	char o1[16], o2[16], o3[16];
 	int i;
 
 	fmt_latency(l, sizeof l, r->obj_latency_ms);
-	printf("%s: objectives service %.3f%%, smart %.2f%%, latency %s for %.1f%%\n", r->route,
-	       r->obj_service * 100, r->obj_smart * 100, l, r->obj_latency_target * 100);
+	fmt_pct(o1, sizeof o1, r->obj_service, -1);
+	fmt_pct(o2, sizeof o2, r->obj_smart, -1);
+	fmt_pct(o3, sizeof o3, r->obj_latency_target, -1);
+	printf("%s: objectives service %s, smart %s, latency %s for %s\n", r->route, o1, o2, l, o3);
 	for (i = 0; i < SLO_NWIN; i++) {
 		const struct slo_window_v *w = &r->w[i];
 		const char *cells[] = { model_slo_windows[i], tot, sv, sm, lat, to, re, fv };

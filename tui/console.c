@@ -133,6 +133,13 @@ action_answer(struct console *c, struct fetch_result *r)
 		if (r->status == 403)
 			c->cli->role = ROLE_VIEWER;
 		console_msg(c, 1, "%s: refused: %s", what, r->error);
+		/* A rejected form comes back with the daemon's words, to be fixed. */
+		if (r->status == 400 && c->sent.reopen_on_400 && !c->form.active) {
+			c->form = c->sent;
+			c->form.active = 1;
+			c->form.confirming = 0;
+			snprintf(c->form.error, sizeof c->form.error, "%s", r->error);
+		}
 		goto out;
 	}
 	if (r->body != NULL && strstr(r->body, "\"targets\"") != NULL &&
@@ -229,10 +236,18 @@ draw_title(struct console *c)
 	int x = 0, i;
 
 	ui_fill(0, 0, COLS, C_TITLE);
+	int full = 9;
+
+	for (i = 0; i < SCR__COUNT; i++)
+		full += 4 + fmt_width(screens[i]->name);
 	x += ui_put(0, x, COLS - x, C_TITLE, " fusebox ", 0);
+	/* Narrow terminals: only the current tab keeps its name. */
 	for (i = 0; i < SCR__COUNT && x < COLS; i++) {
-		x += ui_printf(0, x, COLS - x, i == c->screen ? C_TAB_ACTIVE : C_TAB, 0, " %d %s ",
-			       i + 1, screens[i]->name);
+		if (full <= COLS || i == c->screen)
+			x += ui_printf(0, x, COLS - x, i == c->screen ? C_TAB_ACTIVE : C_TAB, 0,
+				       " %d %s ", i + 1, screens[i]->name);
+		else
+			x += ui_printf(0, x, COLS - x, C_TAB, 0, " %d ", i + 1);
 	}
 	if (COLS - x > fmt_width(c->cli->base) + 2)
 		ui_put(0, COLS - fmt_width(c->cli->base) - 1, fmt_width(c->cli->base), C_TITLE,
@@ -283,7 +298,17 @@ draw_footer(struct console *c, int *cy, int *cx)
 		return;
 	}
 	if (c->msg[0] && c->now_mono - c->msg_at < MSG_TTL_MS) {
-		ui_put(y, 0, COLS, c->msg_err ? C_MSG_ERR : C_MSG_OK, c->msg, FMT_PAD);
+		const char *p = c->msg;
+		char first[1024];
+		enum colour col = c->msg_err ? C_MSG_ERR : C_MSG_OK;
+
+		/* A long answer (a daemon's 400 message) takes the row above too. */
+		if (fmt_width(c->msg) > COLS && LINES > 4 && fmt_wrap(&p, COLS, first, sizeof first)) {
+			ui_put(y - 1, 0, COLS, col, first, FMT_PAD);
+			ui_put(y, 0, COLS, col, p, FMT_PAD);
+		} else {
+			ui_put(y, 0, COLS, col, c->msg, FMT_PAD);
+		}
 		return;
 	}
 	c->msg[0] = '\0';
@@ -349,6 +374,7 @@ key(struct console *c, int k)
 		switch (form_key(&c->form, c, k)) {
 		case FORM_CONFIRM:
 			c->form.active = 0;
+			c->sent = c->form;
 			if (c->form.apply != NULL)
 				c->form.apply(&c->form, c);
 			break;

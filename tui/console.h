@@ -68,12 +68,13 @@ struct console {
 	int filtering;
 	struct field filter_field;
 	struct form form;
+	struct form sent; /* the form whose change is on its way */
 	int help;
 	char msg[512];
 	int msg_err;
 	int64_t msg_at;
 	int busy_tag; /* the action waiting for its answer, 0 none */
-	char busy_label[160];
+	char busy_label[320];
 	int64_t now_wall; /* refreshed before each draw and key */
 	int64_t now_mono;
 	int quit;

@@ -300,6 +300,8 @@ fmt_pct(char *out, size_t outsz, double frac, int decimals)
 {
 	if (isnan(frac))
 		snprintf(out, outsz, "-");
+	else if (decimals < 0)
+		snprintf(out, outsz, "%.4g%%", frac * 100.0);
 	else
 		snprintf(out, outsz, "%.*f%%", decimals, frac * 100.0);
 }

@@ -57,7 +57,7 @@ int fmt_wrap(const char **pp, int cols, char *out, size_t outsz);
  * "2h07m", "3d04h"; negative values get a leading '-'.
  */
 void fmt_duration(char *out, size_t outsz, int64_t ms, int show_ms);
-/* A fraction as a percentage with decimals ("99.95%"); NaN gives "-". */
+/* A fraction as a percentage with decimals ("99.95%"; < 0: "%.4g", 99.9%); NaN gives "-". */
 void fmt_pct(char *out, size_t outsz, double frac, int decimals);
 /* Milliseconds as "850ms" / "12.3s"; NaN or negative gives "-". */
 void fmt_latency(char *out, size_t outsz, double ms);

@@ -199,7 +199,7 @@ static void
 breaker_apply(struct form *f, struct console *c)
 {
 	cJSON *o = cJSON_CreateObject();
-	char reason[256], path[256], label[160], *seg = client_escape(f->subject), *body;
+	char reason[256], path[256], label[320], *seg = client_escape(f->subject), *body;
 
 	field_get(&f->fields[0], reason, sizeof reason);
 	cJSON_AddStringToObject(o, "state", f->extra);

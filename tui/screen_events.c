@@ -28,8 +28,8 @@ static const char *const events_help[] = {
 };
 
 static const struct colspec ev_cols[] = {
-	{ "ID", 7, FMT_RIGHT },	    { "TIME", 14, FMT_PAD }, { "KIND", 15, FMT_PAD },
-	{ "SUBJECT", 16, FMT_PAD }, { "DETAIL", 0, 0 },
+	{ "ID", 7, FMT_RIGHT },	    { "TIME", 11, FMT_PAD }, { "KIND", 15, FMT_PAD },
+	{ "SUBJECT", 14, FMT_PAD }, { "DETAIL", 0, 0 },
 };
 
 static void

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "screen_routes.h"
 #include "util.h"
 
 #define PANEL_ROWS 3
@@ -72,7 +73,7 @@ item_rows(const struct console *c, int vi)
 
 /* Keep the selection visible in a list of items of one or two rows. */
 static void
-scroll(struct console *c, int rows)
+ov_scroll(struct console *c, int rows)
 {
 	int used, i;
 
@@ -251,7 +252,7 @@ overview_draw(struct console *c, int top, int rows, int cols)
 	panel = rows >= 10 ? PANEL_ROWS : 0;
 	list_rows = rows - 2 - panel;
 	ov.page = MAX(list_rows, 1);
-	scroll(c, ov.page);
+	ov_scroll(c, ov.page);
 	y = top + 2;
 	for (i = ov.ls.top; i < ov.vis.n && y < top + 2 + list_rows; i++) {
 		const struct route_v *r = &c->state->routes[ov.vis.idx[i]];

@@ -179,7 +179,9 @@ pen_json(struct pen *p, const char *json)
 	}
 	out = xmalloc(strlen(pretty) * 2 + 1);
 	for (q = pretty; *q; q++) {
-		if (*q == '\t') {
+		if (*q == '\t' && q > pretty && q[-1] == ':') {
+			out[n++] = ' ';
+		} else if (*q == '\t') {
 			out[n++] = ' ';
 			out[n++] = ' ';
 		} else {
@@ -297,7 +299,7 @@ static void
 send_decision(struct console *c, struct form *f, const char *verdict, cJSON *result)
 {
 	cJSON *o = cJSON_CreateObject();
-	char path[128], label[128], note[512];
+	char path[128], label[320], note[512];
 	char *body;
 	int i;
 
@@ -342,7 +344,7 @@ reject_apply(struct form *f, struct console *c)
 static void
 claim_apply(struct form *f, struct console *c)
 {
-	char path[128], label[64];
+	char path[128], label[320];
 
 	snprintf(path, sizeof path, "/v1/reviews/%lld/claim", (long long)f->id);
 	snprintf(label, sizeof label, "claim review #%lld", (long long)f->id);
@@ -425,7 +427,11 @@ open_correct(struct console *c, const struct review_v *r)
 	snprintf(f.title, sizeof f.title, "Correct review #%lld (%s)", (long long)r->id, r->route);
 	snprintf(f.subject, sizeof f.subject, "%s", r->route);
 	f.id = r->id;
-	cJSON_ArrayForEach(it, cJSON_IsObject(res) ? res : NULL)
+	if (!cJSON_IsObject(res)) {
+		cJSON_Delete(res);
+		res = NULL;
+	}
+	cJSON_ArrayForEach(it, res)
 	{
 		struct field *fl;
 
@@ -453,6 +459,7 @@ open_correct(struct console *c, const struct review_v *r)
 	f.nfields++;
 	f.check = correct_check;
 	f.apply = correct_apply;
+	f.reopen_on_400 = 1;
 	console_form(c, &f);
 }
 

@@ -248,7 +248,7 @@ weights_apply(struct form *f, struct console *c)
 {
 	const struct route_v *r = state_route(c->state, f->subject);
 	cJSON *o = cJSON_CreateObject(), *w;
-	char path[256], label[160], *seg = client_escape(f->subject), *body;
+	char path[256], label[320], *seg = client_escape(f->subject), *body;
 	int j;
 
 	w = cJSON_AddObjectToObject(o, "weights");
@@ -300,7 +300,7 @@ static void
 level_apply(struct form *f, struct console *c)
 {
 	cJSON *o = cJSON_CreateObject();
-	char reason[512], ttl[64], path[256], label[160], *seg = client_escape(f->subject), *body;
+	char reason[512], ttl[64], path[256], label[320], *seg = client_escape(f->subject), *body;
 	int64_t ms;
 
 	field_get(&f->fields[1], reason, sizeof reason);
@@ -338,7 +338,7 @@ release_check(struct form *f, struct console *c)
 static void
 release_apply(struct form *f, struct console *c)
 {
-	char path[256], label[160], *seg = client_escape(f->subject);
+	char path[256], label[320], *seg = client_escape(f->subject);
 
 	snprintf(path, sizeof path, "/v1/routes/%s/level", seg);
 	snprintf(label, sizeof label, "release %s to auto", f->subject);
@@ -367,6 +367,7 @@ open_level(struct console *c, const struct route_v *r)
 	snprintf(f.fields[2].hint, sizeof f.fields[2].hint, "optional: 3600, 30m");
 	f.check = level_check;
 	f.apply = level_apply;
+	f.reopen_on_400 = 1;
 	console_form(c, &f);
 }
 

@@ -38,8 +38,8 @@ static const struct colspec win_cols[] = {
 };
 
 static const struct colspec alert_cols[] = {
-	{ "STATE", 8, FMT_PAD },  { "SEV", 6, FMT_PAD },	 { "RULE", 18, FMT_PAD },
-	{ "ROUTE", 12, FMT_PAD }, { "VALUE", 8, FMT_RIGHT }, { "THRESH", 8, FMT_RIGHT },
+	{ "STATE", 8, FMT_PAD },  { "SEV", 6, FMT_PAD },	 { "RULE", 16, FMT_PAD },
+	{ "ROUTE", 12, FMT_PAD }, { "VALUE", 7, FMT_RIGHT }, { "THRESH", 7, FMT_RIGHT },
 	{ "SINCE", 0, 0 },
 };
 
@@ -172,7 +172,7 @@ draw_alert(struct console *c, const struct alert_v *a, int y, int cols)
 	fmt_clock(t, sizeof t, a->since, c->now_wall);
 	fmt_duration(ago, sizeof ago, c->now_wall - a->since, 0);
 	if (a->since > 0)
-		ui_printf(row.y, row.x, row_left(&row), C_NORMAL, 0, "%s (%s ago)", t, ago);
+		ui_printf(row.y, row.x, row_left(&row), C_NORMAL, 0, "%s ago (%s)", ago, t);
 }
 
 static void
@@ -180,7 +180,7 @@ slo_draw(struct console *c, int top, int rows, int cols)
 {
 	const char *err = console_ep_error(c, FETCH_SLO), *aerr = console_ep_error(c, FETCH_ALERTS);
 	const struct slo_route_v *r = NULL;
-	char lat[32];
+	char lat[32], o1[16], o2[16], o3[16];
 	int y = top, i, end = top + rows;
 
 	if (c->slo != NULL && c->slo->n > 0) {
@@ -194,10 +194,12 @@ slo_draw(struct console *c, int top, int rows, int cols)
 			ui_put(y++, 1, cols - 1, C_DIM, c->slo ? "no routes" : "loading ...", 0);
 	} else {
 		fmt_latency(lat, sizeof lat, r->obj_latency_ms);
+		fmt_pct(o1, sizeof o1, r->obj_service, -1);
+		fmt_pct(o2, sizeof o2, r->obj_smart, -1);
+		fmt_pct(o3, sizeof o3, r->obj_latency_target, -1);
 		ui_printf(y, 0, cols, C_ACCENT, 0, " %s (%d/%d)", r->route, so.sel + 1, c->slo->n);
-		ui_printf(y++, MIN(cols, 24), cols - 24, C_NORMAL, 0,
-			  "objectives: service %.3f%%  smart %.2f%%  latency %s @ %.1f%%",
-			  r->obj_service * 100, r->obj_smart * 100, lat, r->obj_latency_target * 100);
+		ui_printf(y++, MIN(cols, 22), cols - 22, C_NORMAL, 0,
+			  "objectives: service %s  smart %s  latency %s @ %s", o1, o2, lat, o3);
 		ui_header(y++, cols, win_cols, (int)ARRAY_SIZE(win_cols));
 		for (i = 0; i < SLO_NWIN && y < end; i++)
 			draw_window(r, i, y++, cols);

@@ -400,14 +400,26 @@ box_draw(int y, int x, int h, int w, const char *title)
 	attrset(ui_attr(C_FORM));
 	for (i = 0; i < h; i++)
 		mvhline(y + i, x, ' ', w);
-	mvaddch(y, x, ACS_ULCORNER);
-	mvaddch(y, x + w - 1, ACS_URCORNER);
-	mvaddch(y + h - 1, x, ACS_LLCORNER);
-	mvaddch(y + h - 1, x + w - 1, ACS_LRCORNER);
-	mvhline(y, x + 1, ACS_HLINE, w - 2);
-	mvhline(y + h - 1, x + 1, ACS_HLINE, w - 2);
-	mvvline(y + 1, x, ACS_VLINE, h - 2);
-	mvvline(y + 1, x + w - 1, ACS_VLINE, h - 2);
+	if (fmt_is_ascii()) {
+		mvaddch(y, x, ACS_ULCORNER);
+		mvaddch(y, x + w - 1, ACS_URCORNER);
+		mvaddch(y + h - 1, x, ACS_LLCORNER);
+		mvaddch(y + h - 1, x + w - 1, ACS_LRCORNER);
+		mvhline(y, x + 1, ACS_HLINE, w - 2);
+		mvhline(y + h - 1, x + 1, ACS_HLINE, w - 2);
+		mvvline(y + 1, x, ACS_VLINE, h - 2);
+		mvvline(y + 1, x + w - 1, ACS_VLINE, h - 2);
+	} else {
+		/* Unicode box drawing: no alternate character set switching. */
+		mvadd_wch(y, x, WACS_ULCORNER);
+		mvadd_wch(y, x + w - 1, WACS_URCORNER);
+		mvadd_wch(y + h - 1, x, WACS_LLCORNER);
+		mvadd_wch(y + h - 1, x + w - 1, WACS_LRCORNER);
+		mvhline_set(y, x + 1, WACS_HLINE, w - 2);
+		mvhline_set(y + h - 1, x + 1, WACS_HLINE, w - 2);
+		mvvline_set(y + 1, x, WACS_VLINE, h - 2);
+		mvvline_set(y + 1, x + w - 1, WACS_VLINE, h - 2);
+	}
 	attrset(A_NORMAL);
 	if (title != NULL && *title)
 		ui_printf(y, x + 2, w - 4, C_FORM, 0, " %s ", title);
@@ -512,6 +524,8 @@ ui_header(int y, int cols, const struct colspec *spec, int n)
 	ui_fill(y, 0, cols, C_HEADER);
 	for (i = 0; i < n && x < cols; i++) {
 		w = spec[i].width ? MIN(spec[i].width, cols - x) : cols - x;
+		if (spec[i].width == 0 && w < 4)
+			break; /* a rest-of-line column with no room is left out */
 		ui_put(y, x, w, C_HEADER, spec[i].title, spec[i].flags);
 		x += w + 1;
 	}
@@ -541,6 +555,8 @@ row_cell(struct row *r, enum colour c, const char *text)
 	w = r->spec[r->i].width ? r->spec[r->i].width : r->cols - r->x;
 	if (w > r->cols - r->x)
 		w = r->cols - r->x;
+	if (r->spec[r->i].width == 0 && w < 4)
+		w = 0;
 	if (w > 0)
 		ui_put(r->y, r->x, w, r->sel ? C_SEL : c, text, r->spec[r->i].flags);
 	r->x += w + 1;

@@ -119,6 +119,7 @@ struct form {
 	char subject[128]; /* context for check/apply: route, backend ... */
 	char extra[128];
 	int64_t id;
+	int reopen_on_400; /* the daemon's 400 reopens the form with its message */
 	int (*check)(struct form *f, struct console *c);
 	void (*apply)(struct form *f, struct console *c);
 };
@@ -128,7 +129,7 @@ enum form_res { FORM_GOING, FORM_CANCEL, FORM_CONFIRM };
 /* Start f (check() runs at once when there are no fields). */
 void form_open(struct form *f, struct console *c);
 enum form_res form_key(struct form *f, struct console *c, int key);
-/* Draw centred; *cy/*cx get the cursor position (-1: hide it). */
+/* Draw centred; *cy and *cx get the cursor position (-1: hide it). */
 void form_draw(const struct form *f, int *cy, int *cx);
 
 /* A centred box with title and NULL-terminated lines ("key  what"). */

@@ -960,7 +960,7 @@ START_TEST(slow_clients_do_not_block_others)
 			worst = r.elapsed_ms;
 		http_resp_free(&r);
 	}
-	ck_assert_msg(worst < 250, "healthz took %.1f ms with slow clients open", worst);
+	ck_assert_msg(worst < 500, "healthz took %.1f ms with slow clients open", worst);
 	call_expect("ticket", "llm", NULL);
 	cJSON_Delete(state());
 	cJSON_Delete(req("PUT", "/v1/routes/addr/level", "{\"level\":2,\"reason\":\"x\"}", OP, 200));

@@ -324,7 +324,13 @@ START_TEST(async_job_survives_kill_9)
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='job-k9' AND state='done' AND tries=2"), 1);
 	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='job-k9'"), 1);
-	ck_assert_str_eq(db_scalar_text(T.db, "PRAGMA integrity_check"), "ok");
+	{
+		char *ic = db_scalar_text(T.db, "PRAGMA integrity_check");
+
+		ck_assert_ptr_nonnull(ic);
+		ck_assert_str_eq(ic, "ok");
+		free(ic);
+	}
 }
 END_TEST
 

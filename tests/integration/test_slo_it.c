@@ -26,8 +26,9 @@
 
 #define SCHEMA                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\",\"confidence\"],"    \
-	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","     \
-	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}," \
+	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","      \
+	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}" \
+	"}},"                                                                                      \
 	"\"review_below\":0.0}"
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
@@ -38,9 +39,9 @@
  * ticket pairs fire, 6h (6x) does not.
  */
 #define SLO                                                                                        \
-	"\"slo\":{\"service_availability\":0.999,\"smart_availability\":0.92,\"latency_ms\":2000,"  \
-	"\"latency_target\":0.99,\"burn_rate_alerts\":true,\"burn_rate_min_calls\":5,"           \
-	"\"alerts\":[{\"name\":\"smart-low\",\"metric\":\"smart_availability\",\"op\":\"<\","     \
+	"\"slo\":{\"service_availability\":0.999,\"smart_availability\":0.92,\"latency_ms\":2000," \
+	"\"latency_target\":0.99,\"burn_rate_alerts\":true,\"burn_rate_min_calls\":5,"             \
+	"\"alerts\":[{\"name\":\"smart-low\",\"metric\":\"smart_availability\",\"op\":\"<\","      \
 	"\"value\":0.9,\"for_s\":1,\"window\":\"5m\",\"severity\":\"page\",\"min_calls\":5}]}"
 
 /* ---- a tiny Alertmanager: records "PATH BODY\n" of every POST ---- */
@@ -80,7 +81,8 @@ am_serve(struct am *a, int c)
 	size_t got = 0, need;
 	ssize_t n;
 	long clen = 0;
-	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+	static const char ok[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 	for (;;) {
 		n = read(c, buf + got, sizeof buf - 1 - got);
@@ -129,7 +131,7 @@ am_main(void *arg)
 	struct am *a = arg;
 
 	while (!a->stop) {
-		struct pollfd p = { a->fd, POLLIN, 0 };
+		struct pollfd p = {a->fd, POLLIN, 0};
 		int c;
 
 		if (poll(&p, 1, 100) <= 0)
@@ -207,28 +209,46 @@ am_wait(struct am *a, const char *needle, const char *needle2, int timeout_ms)
 
 static struct itd T;
 
+/* Start the daemon with alert_webhook set to the JSON fragment fmt (one %d: the AM port). */
 static void
-setup(void)
+start_with(const char *webhook_fmt)
 {
-	char *cfg = NULL;
+	char *cfg = NULL, *hook = NULL;
 	int r;
 
 	am_start(&AM);
+	if (asprintf(&hook, webhook_fmt, AM.port) < 0)
+		abort();
 	if (asprintf(&cfg,
 		     "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
-		     "\"alert_webhook\":{\"alertmanager\":\"http://127.0.0.1:%d\"},"
-		     "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","
-		     "\"model\":\"m\",\"breaker\":{\"mode\":\"consecutive\",\"failure_threshold\":100}}],"
+		     "\"alert_webhook\":%s,"
+		     "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/"
+		     "completions\","
+		     "\"model\":\"m\",\"breaker\":{\"mode\":\"consecutive\",\"failure_threshold\":"
+		     "100}}],"
 		     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,"
 		     "\"targets\":[{\"backend\":\"primary\",\"weight\":1}],"
 		     "\"retry\":{\"max_retries\":0}," SCHEMA "," RULES "," SLO "},"
-		     "{\"name\":\"other\",\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," RULES
-		     "}]}",
-		     AM.port) < 0)
+		     "{\"name\":\"other\",\"targets\":[{\"backend\":\"primary\",\"weight\":1}]"
+		     "," RULES "}]}",
+		     hook) < 0)
 		abort();
 	r = itd_start(&T, cfg);
 	free(cfg);
+	free(hook);
 	ck_assert_int_eq(r, 0);
+}
+
+static void
+setup(void)
+{
+	start_with("{\"alertmanager\":\"http://127.0.0.1:%d\"}");
+}
+
+static void
+setup_webhook(void)
+{
+	start_with("\"http://127.0.0.1:%d/hook\"");
 }
 
 static void
@@ -287,9 +307,9 @@ slo_route(const cJSON *slo, const char *name)
 {
 	const cJSON *it;
 
-	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(slo, "routes"))
-		if (strcmp(itd_str(it, "route"), name) == 0)
-			return it;
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(
+				       slo, "routes")) if (strcmp(itd_str(it, "route"), name) ==
+							   0) return it;
 	return NULL;
 }
 
@@ -316,7 +336,8 @@ run_mix(void)
 	int i;
 
 	ck_assert_int_eq(
-		mock_set(&T.mock, "primary", "{\"status\":500,\"script\":[{},{},{},{},{},{},{}]}"), 0);
+		mock_set(&T.mock, "primary", "{\"status\":500,\"script\":[{},{},{},{},{},{},{}]}"),
+		0);
 	for (i = 0; i < 7; i++)
 		call_expect("llm");
 	for (i = 0; i < 3; i++)
@@ -348,21 +369,23 @@ assert_mix_slo(void)
 {
 	cJSON *slo = get_json("/v1/slo?route=intent", 200);
 	const cJSON *rt = slo_route(slo, "intent"), *eb, *it;
-	const char *wins[] = { "5m", "30m", "1h", "6h", "1d", "3d", "30d" };
+	const char *wins[] = {"5m", "30m", "1h", "6h", "1d", "3d", "30d"};
 	int i, seen = 0;
 
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(slo, "routes")), 1);
 	ck_assert_ptr_nonnull(rt);
-	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(rt, "objectives"), "smart_availability"),
-				0.92, 1e-9);
+	ck_assert_double_eq_tol(
+		itd_num(cJSON_GetObjectItem(rt, "objectives"), "smart_availability"), 0.92, 1e-9);
 	for (i = 0; i < 7; i++)
 		assert_mix_window(path_get(rt, "windows", wins[i], NULL), wins[i]);
 	eb = cJSON_GetObjectItem(rt, "error_budget");
 	/* service: no errors; smart: 1 - 3 / (10 x 0.08) = -2.75, burn 0.3 / 0.08 = 3.75 */
-	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "service"), "remaining"), 1.0, 1e-9);
+	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "service"), "remaining"), 1.0,
+				1e-9);
 	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "service"), "burn_rate_1h"), 0.0,
 				1e-9);
-	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "smart"), "remaining"), -2.75, 1e-9);
+	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "smart"), "remaining"), -2.75,
+				1e-9);
 	ck_assert_double_eq_tol(itd_num(cJSON_GetObjectItem(eb, "smart"), "burn_rate_1h"), 3.75,
 				1e-9);
 	/* The pair the target makes unreachable is marked. */
@@ -391,9 +414,9 @@ find_alert(cJSON **root, const char *rule)
 	const cJSON *it;
 
 	*root = get_json("/v1/alerts", 200);
-	cJSON_ArrayForEach(it, cJSON_GetObjectItem(*root, "alerts"))
-		if (strcmp(itd_str(it, "rule"), rule) == 0)
-			return it;
+	cJSON_ArrayForEach(it,
+			   cJSON_GetObjectItem(*root, "alerts")) if (strcmp(itd_str(it, "rule"),
+									    rule) == 0) return it;
 	return NULL;
 }
 
@@ -466,8 +489,8 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(slo_route(o, "other"), "objectives")));
 	ck_assert(cJSON_IsNull(
 		path_get(slo_route(o, "other"), "windows", "5m", "smart_availability")));
-	ck_assert_int_eq((int)itd_num(path_get(slo_route(o, "other"), "windows", "5m", NULL), "total"),
-			 0);
+	ck_assert_int_eq(
+		(int)itd_num(path_get(slo_route(o, "other"), "windows", "5m", NULL), "total"), 0);
 	cJSON_Delete(o);
 
 	/* smart 0.7 < 0.9 for 1 s: pending, then firing; Alertmanager hears of it. */
@@ -543,8 +566,11 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	assert_has(m, "fusebox_inflight{backend=\"primary\"} 0\n");
 	assert_has(m, "fusebox_review_pending{route=\"intent\",priority=\"high\"} 0\n");
 	assert_has(m, "fusebox_review_overdue{route=\"intent\"} 0\n");
-	assert_has(m, "fusebox_slo_availability{route=\"intent\",kind=\"service\",window=\"5m\"} 1\n");
-	assert_has(m, "fusebox_slo_availability{route=\"intent\",kind=\"smart\",window=\"30d\"} 0.7\n");
+	assert_has(m,
+		   "fusebox_slo_availability{route=\"intent\",kind=\"service\",window=\"5m\"} 1\n");
+	assert_has(
+		m,
+		"fusebox_slo_availability{route=\"intent\",kind=\"smart\",window=\"30d\"} 0.7\n");
 	assert_has(m, "fusebox_slo_calls_total{route=\"intent\"} 10\n");
 	assert_has(m, "fusebox_slo_good_total{route=\"intent\",kind=\"smart\"} 7\n");
 	assert_has(m, "fusebox_slo_objective{route=\"intent\",kind=\"smart\"} 0.92\n");
@@ -560,10 +586,13 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 
 	/* Restart: the minute counters and the firing episode survive. */
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
-	ck_assert_int_eq(db_scalar_int(T.db, "SELECT sum(total) FROM slo_minutes WHERE route = 'intent'"),
-			 10);
 	ck_assert_int_eq(
-		db_scalar_int(T.db, "SELECT sum(smart_good) FROM slo_minutes WHERE route = 'intent'"), 7);
+		db_scalar_int(T.db, "SELECT sum(total) FROM slo_minutes WHERE route = 'intent'"),
+		10);
+	ck_assert_int_eq(
+		db_scalar_int(T.db,
+			      "SELECT sum(smart_good) FROM slo_minutes WHERE route = 'intent'"),
+		7);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
 	assert_mix_slo();
 	ck_assert(wait_alert_state("smart-low", "firing", 1000));
@@ -585,9 +614,24 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	ck_assert_msg(am_wait(&AM, "\"alertname\":\"smart-low\"", "\"endsAt\"", 5000),
 		      "Alertmanager got no resolution for smart-low");
 	o = get_json("/v1/slo?route=intent", 200);
-	ck_assert_int_eq((int)itd_num(path_get(slo_route(o, "intent"), "windows", "5m", NULL), "total"),
-			 30);
+	ck_assert_int_eq(
+		(int)itd_num(path_get(slo_route(o, "intent"), "windows", "5m", NULL), "total"), 30);
 	cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(plain_webhook_gets_firing)
+{
+	run_mix();
+	ck_assert_msg(am_wait(&AM, "POST /hook", "\"rule\":\"smart-low\"", 8000),
+		      "webhook got no smart-low");
+	ck_assert(am_wait(&AM, "\"rule\":\"smart-low\"", "\"state\":\"firing\"", 100));
+	ck_assert(am_wait(&AM, "\"rule\":\"smart-low\"", "\"previous\":\"pending\"", 100));
+	ck_assert(am_wait(&AM, "\"rule\":\"smart-low\"", "\"value\":0.7", 100));
+	ck_assert(am_wait(&AM, "\"rule\":\"smart-low\"", "\"route\":\"intent\"", 100));
+	/* Pending is not posted; nothing goes to Alertmanager's path. */
+	ck_assert(!am_wait(&AM, "\"state\":\"pending\"", NULL, 100));
+	ck_assert(!am_wait(&AM, "/api/v2/alerts", NULL, 100));
 }
 END_TEST
 
@@ -621,6 +665,11 @@ slo_it_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, mix_availabilities_metrics_alert_restart);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("webhook");
+	tcase_add_checked_fixture(tc, setup_webhook, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, plain_webhook_gets_firing);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("promtool");
 	tcase_add_test(tc, promtool_rules);

@@ -1,0 +1,336 @@
+#!/usr/bin/env bash
+# tests/console/test_cli.sh BUILD_ROOT SOURCE_ROOT: the CLI verbs of
+# fusebox against a real fuseboxd + fusebox-mockllm — exact output where
+# the output is deterministic, and exit codes (0 ok, 1 refused/failed,
+# 2 usage). See lib.sh for the fixture.
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+source "$here/lib.sh" "${1:-}" "${2:-}"
+
+fixture_start
+
+# run NAME ARGS...: fusebox with the operator token; stdout in $OUT,
+# stderr in $ERR, exit code in $RC.
+run() {
+	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" "$@" >"$T/out" 2>"$T/err"
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+run_as() { # token-file args...
+	local tf=$1
+	shift
+	"$FUSEBOX" --url "$URL" --token-file "$tf" "$@" >"$T/out" 2>"$T/err"
+	RC=$?
+	OUT=$(cat "$T/out")
+	ERR=$(cat "$T/err")
+}
+
+expect() { # name expected-rc expected-stdout
+	if [ "$RC" -ne "$2" ]; then
+		not_ok "$1" "exit $RC, expected $2; stderr: $ERR"
+	elif [ "$OUT" != "$3" ]; then
+		not_ok "$1" "stdout differs:
+--- expected
+$3
+--- got
+$OUT"
+	else
+		ok "$1"
+	fi
+}
+
+expect_re() { # name expected-rc regex-on-stdout
+	if [ "$RC" -ne "$2" ]; then
+		not_ok "$1" "exit $RC, expected $2; stderr: $ERR"
+	elif ! grep -Eq -- "$3" <<<"$OUT"; then
+		not_ok "$1" "stdout does not match /$3/: $OUT"
+	else
+		ok "$1"
+	fi
+}
+
+expect_err() { # name expected-rc regex-on-stderr
+	if [ "$RC" -ne "$2" ]; then
+		not_ok "$1" "exit $RC, expected $2; stdout: $OUT stderr: $ERR"
+	elif ! grep -Eq -- "$3" <<<"$ERR"; then
+		not_ok "$1" "stderr does not match /$3/: $ERR"
+	else
+		ok "$1"
+	fi
+}
+
+# --- usage errors: exit 2, nothing sent ---
+run frobnicate
+expect_err usage_unknown_verb 2 'unknown verb "frobnicate"'
+"$FUSEBOX" --bogus status >"$T/out" 2>"$T/err"
+RC=$?
+OUT=$(cat "$T/out")
+ERR=$(cat "$T/err")
+expect_err usage_unknown_flag 2 'unknown option'
+run level intent
+expect_err usage_level_args 2 'usage: level ROUTE N'
+run level intent 2
+expect_err usage_level_reason 2 -- '--reason is required'
+run level intent two --reason x
+expect_err usage_level_number 2 'N must be 0, 1, 2, 3 or auto'
+run level intent 2 --reason x --ttl soon
+expect_err usage_level_ttl 2 -- '--ttl'
+run weights intent primary-v2
+expect_err usage_weights 2 'is not BACKEND=WEIGHT'
+run breaker flaky-v1 sideways
+expect_err usage_breaker 2 'open, closed or auto'
+run review 1 correct 'not json'
+expect_err usage_review_json 2 'not a JSON object'
+run review 1 maybe
+expect_err usage_review_verdict 2 'approve, reject or correct'
+run reviews --colour red
+expect_err usage_option 2 'unknown option --colour'
+run report
+expect_err usage_report 2 -- '--db FILE is required'
+run --help
+expect_re help 0 '^usage: fusebox \[--url URL\] \[--token-file FILE\] \[--json\] \[VERB ARGS...\]'
+
+# --- reads on a fresh daemon ---
+run status
+if [ "$RC" -eq 0 ] &&
+	grep -Eq "^fuseboxd [0-9.]+ at $URL: up [0-9a-z]+, inflight 0\$" <<<"$(head -1 <<<"$OUT")" &&
+	[ "$(sed -n 2,3p <<<"$OUT")" = "routes 2: L0 2, L1 0, L2 0, L3 0 (forced 0)
+backends 3: closed 3, half_open 0, open 0, forced_open 0, forced_closed 0" ]; then
+	ok status
+else
+	not_ok status "rc $RC: $OUT $ERR"
+fi
+
+run breakers
+expect breakers_fresh 0 "BACKEND     STATE   FAIL%  SLOW%  CALLS  HALF-OPEN  INFLIGHT  HEALTH  LAST TRANSITION
+primary-v2  closed   0.0%   0.0%      0          -      0/60    1.00  -
+canary-v3   closed   0.0%   0.0%      0          -      0/60    1.00  -
+flaky-v1    closed   0.0%   0.0%      0          -      0/60    1.00  -"
+
+run routes
+if [ "$RC" -eq 0 ] &&
+	[ "$(head -1 <<<"$OUT" | tr -s ' ')" = "ROUTE LEVEL AUTO RPS P50 P99 REVIEW TARGETS FORCED" ] &&
+	grep -Eq '^intent +L0 +L0 +[0-9.-]+ +[0-9a-z.-]+ +[0-9a-z.-]+ +[0-9-]+ +primary-v2=95 canary-v3=5\(canary\) +-$' <<<"$OUT" &&
+	grep -Eq '^ticket +L0 +L0 .* flaky-v1=100 +-$' <<<"$OUT"; then
+	ok routes
+else
+	not_ok routes "rc $RC: $OUT $ERR"
+fi
+
+run --json routes
+if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(sys.stdin); assert [r["name"] for r in d["routes"]] == ["intent","ticket"]' <"$T/out"; then
+	ok json_is_the_daemons
+else
+	not_ok json_is_the_daemons "rc $RC: $OUT"
+fi
+
+# --- control plane ---
+if endpoint_exists PUT /v1/routes/nope/level '{"level":1,"reason":"probe"}'; then
+	run level intent 2 --reason "vendor incident" --ttl 1h
+	if [ "$RC" -eq 0 ] &&
+		grep -Eq '^intent: L2 forced by alice until 20[0-9-]+T[0-9:.]+Z: vendor incident$' <<<"$(head -1 <<<"$OUT")" &&
+		[ "$(sed -n 2p <<<"$OUT")" = "targets: primary-v2=95 canary-v3=5(canary)" ] &&
+		api GET /v1/state | grep -q '"forced_level":{"level":2,"actor":"alice","reason":"vendor incident"'; then
+		ok level_force
+	else
+		not_ok level_force "rc $RC: $OUT $ERR; state: $(api GET /v1/state)"
+	fi
+	run status
+	expect_re level_shows_in_status 0 '^routes 2: L0 1, L1 0, L2 1, L3 0 \(forced 1\)$'
+	run_as "$T/view.token" level intent 3 --reason nope
+	expect_err level_viewer_refused 1 '^fusebox: PUT /v1/routes/intent/level: 403 '
+	run level intent 7 --reason x
+	expect_err level_out_of_range 1 '^fusebox: PUT /v1/routes/intent/level: 400 '
+	run level nope 1 --reason x
+	expect_err level_unknown_route 1 ' 404 '
+	run level intent auto
+	expect level_release 0 "intent: L0 (auto)
+targets: primary-v2=95 canary-v3=5(canary)"
+	api GET /v1/state | grep -q '"forced_level":null' && ok level_release_state || not_ok level_release_state "$(cat "$T/api.body")"
+else
+	not_ok level "endpoint missing: PUT /v1/routes/{r}/level"
+fi
+
+if endpoint_exists PUT /v1/routes/nope/weights '{"weights":{"a":1}}'; then
+	run weights intent primary-v2=80 canary-v3=20
+	expect weights_set 0 "intent: L0 (auto)
+targets: primary-v2=80 canary-v3=20(canary)"
+	run weights intent primary-v2=0 canary-v3=0
+	expect_err weights_all_zero 1 ' 400 '
+	run weights intent primary-v2=95 canary-v3=5
+	expect weights_back 0 "intent: L0 (auto)
+targets: primary-v2=95 canary-v3=5(canary)"
+else
+	not_ok weights "endpoint missing: PUT /v1/routes/{r}/weights"
+fi
+
+if endpoint_exists PUT /v1/backends/nope/breaker '{"state":"auto"}'; then
+	run breaker flaky-v1 open --reason "drill"
+	expect breaker_open 0 "flaky-v1: breaker forced_open"
+	run breakers
+	expect_re breaker_open_listed 0 '^flaky-v1 +forced_open +.* closed->forced_open: .*drill'
+	run breaker flaky-v1 closed
+	expect breaker_closed 0 "flaky-v1: breaker forced_closed"
+	run breaker flaky-v1 auto
+	expect breaker_auto 0 "flaky-v1: breaker closed"
+	run_as "$T/view.token" breaker flaky-v1 open
+	expect_err breaker_viewer_refused 1 ' 403 '
+else
+	not_ok breaker "endpoint missing: PUT /v1/backends/{b}/breaker"
+fi
+
+# --- data plane ---
+run call intent "我要退款"
+if [ "$RC" -eq 0 ] &&
+	[ "$(head -1 <<<"$OUT")" = '{"intent":"refund","confidence":0.92,"summary":"customer wants a refund"}' ] &&
+	grep -Eq '^source llm  backend (primary-v2|canary-v3)  level 0  reason -  review pending  attempts 1  [0-9]+ ms$' <<<"$(sed -n 2p <<<"$OUT")"; then
+	ok call
+else
+	not_ok call "rc $RC: $OUT $ERR"
+fi
+run call nope "x"
+expect_err call_unknown_route 1 ' 404 unknown_route'
+# the ticket route falls to its rules when flaky-v1 fails: degradations
+mock_set flaky-v1 '{"status": 500}'
+for i in 1 2 3 4; do call_route ticket "ticket $i" >/dev/null; done
+mock_set flaky-v1 '{"status": 200}'
+# a wrong enum from the model: a validation failure, answered by rules
+mock_set primary-v2 '{"preset": "wrong_enum"}'
+mock_set canary-v3 '{"preset": "wrong_enum"}'
+call_route intent "refund please" >/dev/null
+mock_set primary-v2 '{"preset": "good"}'
+mock_set canary-v3 '{"preset": "good"}'
+run breakers
+expect_re breaker_opened_by_failures 0 '^flaky-v1 +open +'
+
+# --- events, slo, alerts ---
+if endpoint_exists GET '/v1/events?after=0&limit=1'; then
+	run events
+	if [ "$RC" -eq 0 ] && [ "$(head -1 <<<"$OUT" | tr -s ' ')" = "ID AT KIND SUBJECT DETAIL" ] &&
+		grep -Eq '^ *[0-9]+  20[0-9T:.-]+Z  breaker +flaky-v1 ' <<<"$OUT"; then
+		ok events
+	else
+		not_ok events "rc $RC: $OUT $ERR"
+	fi
+	run --json events
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert len(d["events"]) > 0' <"$T/out" &&
+		ok events_json || not_ok events_json "$OUT"
+	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" events --follow >"$T/follow.out" 2>&1 &
+	fpid=$!
+	sleep 1.5
+	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" level ticket 1 --reason follow-me >/dev/null 2>&1
+	if wait_until 5 grep -q 'follow-me' "$T/follow.out"; then
+		ok events_follow
+	else
+		not_ok events_follow "$(cat "$T/follow.out")"
+	fi
+	kill "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" level ticket auto >/dev/null 2>&1
+else
+	not_ok events "endpoint missing: GET /v1/events"
+fi
+
+if endpoint_exists GET /v1/slo; then
+	run slo intent
+	if [ "$RC" -eq 0 ] && grep -Eq '^intent: objectives service ' <<<"$OUT" &&
+		grep -Eq '^WINDOW +TOTAL +SERVICE +SMART +LATENCY +TIMEOUT +RETRY +FORMAT$' <<<"$OUT" &&
+		grep -Eq '^5m +[0-9]+ ' <<<"$OUT" && grep -Eq '^error budget left: service ' <<<"$OUT"; then
+		ok slo
+	else
+		not_ok slo "rc $RC: $OUT $ERR"
+	fi
+else
+	not_ok slo "endpoint missing: GET /v1/slo"
+fi
+
+if endpoint_exists GET /v1/alerts; then
+	run alerts
+	expect_re alerts 0 '^ID +RULE +ROUTE +SEVERITY +STATE +VALUE +THRESHOLD +SINCE$'
+else
+	not_ok alerts "endpoint missing: GET /v1/alerts"
+fi
+
+# --- reviews (every intent answer from the model goes to review) ---
+if endpoint_exists GET /v1/reviews; then
+	run reviews
+	if [ "$RC" -eq 0 ] && [ "$(head -1 <<<"$OUT" | tr -s ' ')" = "ID ROUTE PRIORITY STATE DUE IN REASON CONFIDENCE INPUT" ] &&
+		grep -Eq '^ *[0-9]+  intent +[a-z]+ +pending .*我要退款$' <<<"$OUT" &&
+		grep -Eq '^pending [0-9]+, overdue 0$' <<<"$OUT"; then
+		ok reviews
+	else
+		not_ok reviews "rc $RC: $OUT $ERR"
+	fi
+	id=$(db "SELECT id FROM reviews WHERE state = 'pending' ORDER BY id LIMIT 1")
+	run review "$id" approve --note "looks right"
+	expect review_approve 0 "review $id: approved"
+	[ "$(db "SELECT state FROM reviews WHERE id = $id")" = approved ] &&
+		ok review_approve_db || not_ok review_approve_db "$(db "SELECT * FROM reviews WHERE id = $id")"
+	run review "$id" reject
+	expect_err review_twice 1 ' 409 '
+	id2=$(db "SELECT id FROM reviews WHERE state = 'pending' ORDER BY id LIMIT 1")
+	if [ -n "$id2" ]; then
+		run review "$id2" correct '{"intent":"banana","confidence":0.9}'
+		expect_err review_correct_invalid 1 ' 400 '
+		run review "$id2" correct '{"intent":"complaint","confidence":0.9}'
+		expect review_correct 0 "review $id2: corrected"
+		db "SELECT corrected_result FROM reviews WHERE id = $id2" | grep -q complaint &&
+			ok review_correct_db || not_ok review_correct_db "$(db "SELECT * FROM reviews WHERE id = $id2")"
+	fi
+	run_as "$T/view.token" review 999999 approve
+	expect_err review_viewer_refused 1 ' 403 '
+	run --json reviews --state pending
+	python3 -c 'import json,sys; d=json.load(sys.stdin); assert "items" in d' <"$T/out" &&
+		ok reviews_json || not_ok reviews_json "$OUT"
+else
+	not_ok reviews "endpoint missing: GET /v1/reviews"
+fi
+
+# --- auth and reachability ---
+"$FUSEBOX" --url "$URL" routes >"$T/out" 2>"$T/err"
+RC=$?
+ERR=$(cat "$T/err")
+expect_err no_token 1 ' 401 '
+FUSEBOX_TOKEN=op-token "$FUSEBOX" --url "$URL" status >"$T/out" 2>"$T/err"
+RC=$?
+ERR=$(cat "$T/err")
+[ "$RC" -eq 0 ] && ok token_from_env || not_ok token_from_env "$ERR"
+FUSEBOX_TOKENS_FILE="$T/tokens" FUSEBOX_URL="$URL" "$FUSEBOX" status >"$T/out" 2>"$T/err"
+RC=$?
+ERR=$(cat "$T/err")
+[ "$RC" -eq 0 ] && ok token_from_daemon_file_and_url_from_env || not_ok token_from_daemon_file_and_url_from_env "$ERR"
+"$FUSEBOX" --url http://127.0.0.1:1 --token-file "$T/op.token" status >"$T/out" 2>"$T/err"
+RC=$?
+OUT=$(cat "$T/out")
+ERR=$(cat "$T/err")
+expect_err unreachable 1 '^fusebox: cannot reach http://127.0.0.1:1'
+
+# --- offline report, daemon stopped ---
+stop_daemon
+calls=$(db "SELECT count(*) FROM calls WHERE route = 'intent'")
+run report --db "$T/fusebox.db" --since 1h
+if [ "$RC" -eq 0 ] &&
+	grep -Eq "^fusebox report: $T/fusebox.db since 20[0-9T:.-]+Z \(1h\)\$" <<<"$OUT" &&
+	grep -Eq '^Availability \(from (slo_minutes|calls .*)\)$' <<<"$OUT" &&
+	grep -Eq "^intent +$calls +[0-9.]+% +[0-9.]+%\$" <<<"$OUT" &&
+	grep -Eq '^all +[0-9]+ ' <<<"$OUT" &&
+	grep -Eq '^Degradations by reason$' <<<"$OUT" &&
+	grep -Eq '^(http_5xx|breaker_open) +[0-9]+ +[0-9]+ +ticket' <<<"$OUT" &&
+	grep -Eq '^Top validation failures$' <<<"$OUT" &&
+	grep -Eq '^intent +schema +' <<<"$OUT"; then
+	ok report_offline
+else
+	not_ok report_offline "rc $RC: $OUT $ERR"
+fi
+run --json report --db "$T/fusebox.db"
+python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["availability"]["routes"][0]["route"] == "intent"' <"$T/out" &&
+	ok report_json || not_ok report_json "$OUT $ERR"
+run report --db "$T/nope.db"
+expect_err report_missing_db 1 'nope.db'
+run report --db "$T/fusebox.db" --since yesterday
+expect_err report_bad_since 2 -- '--since'
+
+finish
