@@ -22,6 +22,7 @@
 # Environment: BUILD_DIR (default build), relative to the repository root.
 set -euo pipefail
 
+orig=$PWD
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$here"
 
@@ -51,7 +52,10 @@ while [ $# -gt 0 ]; do
 		;;
 	--scenario)
 		[ $# -ge 2 ] || usage
-		scenario=$2
+		case $2 in
+		/*) scenario=$2 ;;
+		*) scenario=$orig/$2 ;;
+		esac
 		shift
 		;;
 	-h | --help) usage ;;
@@ -159,7 +163,7 @@ curl -fsS --noproxy '*' "$url/healthz" >/dev/null || die "fuseboxd does not answ
 
 # 3. Traffic, bounded by --duration.
 "$traffic_bin" --url "$url" --routes intent,ticket --rps "$rps" --duration "$duration" \
-	>"$run/traffic.txt" 2>"$run/traffic.log" &
+	--no-llm-ratio 0.05 --async-ratio 0.05 >"$run/traffic.txt" 2>"$run/traffic.log" &
 traffic_pid=$!
 
 log "run directory  $run"
@@ -167,6 +171,23 @@ log "mock LLM       http://127.0.0.1:$mock_port  (scenario $scenario)"
 log "fuseboxd       $url  (config $run/fusebox.json, log $run/fuseboxd.log)"
 log "traffic        ${rps}/s on intent,ticket for ${duration} s"
 log "operator token $run/var/tokens"
+
+# Quote a string for an SQL literal.
+sqlq() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# Print the note of every scenario step the mock applied since last time.
+phase_seen=0
+phase_lines() {
+	local n note
+	n=$(grep -c 'scenario: step' "$run/mockllm.log" 2>/dev/null || true)
+	while [ "$phase_seen" -lt "${n:-0}" ]; do
+		note=$(sqlite3 -batch -noheader :memory: \
+			"SELECT json_extract(CAST(readfile($(sqlq "$scenario")) AS TEXT),
+			        '\$.timeline[$phase_seen].note');" 2>/dev/null || true)
+		printf -- '-- t+%ds phase: %s\n' "$((($(date +%s%3N) - t0_ms) / 1000))" "${note:-step $phase_seen}"
+		phase_seen=$((phase_seen + 1))
+	done
+}
 
 # One line of /v1/state: levels, load and breakers, at time t+N s.
 state_line() {
@@ -178,7 +199,7 @@ state_line() {
 	}
 	t=$((($(date +%s%3N) - t0_ms) / 1000))
 	sqlite3 -batch -noheader :memory: "
-		WITH s(j) AS (SELECT CAST(readfile('$f') AS TEXT))
+		WITH s(j) AS (SELECT CAST(readfile($(sqlq "$f")) AS TEXT))
 		SELECT printf('t+%3ds ', $t) || (
 			SELECT group_concat(printf('%s L%d %.1f/s p50 %d ms rev %d',
 				json_extract(r.value, '\$.name'), json_extract(r.value, '\$.level'),
@@ -194,6 +215,7 @@ state_line() {
 
 watch_state() { # interval
 	while kill -0 "$traffic_pid" 2>/dev/null; do
+		phase_lines
 		state_line
 		sleep "$1" &
 		wait $! || true
@@ -250,6 +272,16 @@ echo "== why calls degraded"
 sqlite3 -batch -column -header "$db" "
 	SELECT coalesce(reason, '-') AS reason, count(*) AS calls
 	FROM calls WHERE degraded GROUP BY reason ORDER BY calls DESC;"
+echo
+echo "== validation failures"
+sqlite3 -batch -column -header "$db" "
+	SELECT route, stage, rule, count(*) AS failures
+	FROM validation_failures GROUP BY route, stage, rule ORDER BY failures DESC LIMIT 10;"
+echo
+echo "== review queue"
+sqlite3 -batch -column -header "$db" "
+	SELECT route, reason, state, count(*) AS items
+	FROM reviews GROUP BY route, reason, state ORDER BY items DESC;"
 echo
 echo "== attempts by backend and outcome"
 sqlite3 -batch -column -header "$db" "

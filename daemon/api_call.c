@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_call.h"
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
@@ -117,11 +118,9 @@ call_done(struct call *c, const struct call_answer *a, void *arg)
 	free(ctx);
 }
 
-/*
- * Parse the /call body into cr. 0, or 400 with *field / *msg set.
- */
-static int
-parse_call_body(struct http_req *r, struct call_req *cr, int *async, char *msg, size_t msglen)
+int
+api_call_parse(const char *body, size_t len, const char *hdr_request_id, const char *hdr_budget,
+	       struct call_req *cr, int *async, char *msg, size_t msglen)
 {
 	cJSON *o = NULL;
 	const cJSON *v;
@@ -129,7 +128,8 @@ parse_call_body(struct http_req *r, struct call_req *cr, int *async, char *msg, 
 	int rc = 400;
 
 	cr->allow_llm = 1;
-	o = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+	*async = 0;
+	o = cJSON_ParseWithLength(body ? body : "", len);
 	if (!cJSON_IsObject(o)) {
 		snprintf(msg, msglen, "body: must be a JSON object");
 		goto out;
@@ -174,7 +174,7 @@ parse_call_body(struct http_req *r, struct call_req *cr, int *async, char *msg, 
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "request_id");
-	h = http_req_header(r, "X-Request-ID");
+	h = hdr_request_id;
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsString(v)) {
 			snprintf(msg, msglen, "request_id: must be a string");
@@ -199,7 +199,7 @@ parse_call_body(struct http_req *r, struct call_req *cr, int *async, char *msg, 
 		cr->request_id = xstrdup(h);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "budget_ms");
-	h = http_req_header(r, "X-Fusebox-Budget-Ms");
+	h = hdr_budget;
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 86400000.0 ||
 		    v->valuedouble != (double)(int64_t)v->valuedouble) {
@@ -310,7 +310,9 @@ handle_call(struct http_req *r, struct engine *e)
 		http_respond_error(r, 503, "draining", "fuseboxd is shutting down");
 		return;
 	}
-	if (parse_call_body(r, &cr, &async, msg, sizeof msg) != 0) {
+	if (api_call_parse(r->body.data, r->body.len, http_req_header(r, "X-Request-ID"),
+			   http_req_header(r, "X-Fusebox-Budget-Ms"), &cr, &async, msg,
+			   sizeof msg) != 0) {
 		call_req_clear(&cr);
 		http_respond_error(r, 400, "bad_request", "%s", msg);
 		return;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_call.h"
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
@@ -218,40 +219,31 @@ out:
 	free(x);
 }
 
-/*
- * Parse the chat body into cr; 0, or 400 / 404 with the error answered.
- */
-static int
-parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *stream, char **model)
+int
+api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const char *hdr_budget,
+	       struct call_req *cr, int *stream, char **model, char *msg, size_t msglen)
 {
-	cJSON *o = cJSON_ParseWithLength(r->body.data ? r->body.data : "", r->body.len);
+	cJSON *o = cJSON_ParseWithLength(body ? body : "", len);
 	const cJSON *v, *m;
-	char msg[256];
-	const char *name, *h;
+	const char *h;
 	int i = 0, rc = 400;
 
 	msg[0] = '\0';
+	*stream = 0;
+	*model = NULL;
 	if (!cJSON_IsObject(o)) {
-		snprintf(msg, sizeof msg, "body: must be a JSON object");
+		snprintf(msg, msglen, "body: must be a JSON object");
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "model");
 	if (!cJSON_IsString(v)) {
-		snprintf(msg, sizeof msg, "model: required, a string naming a route");
-		goto out;
-	}
-	name = strncmp(v->valuestring, "fusebox/", 8) == 0 ? v->valuestring + 8 : v->valuestring;
-	cr->route = engine_route_index(e, name);
-	if (cr->route < 0) {
-		snprintf(msg, sizeof msg, "The model `%s` does not exist (no such route)",
-			 v->valuestring);
-		rc = 404;
+		snprintf(msg, msglen, "model: required, a string naming a route");
 		goto out;
 	}
 	*model = xstrdup(v->valuestring);
 	v = cJSON_GetObjectItemCaseSensitive(o, "messages");
 	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-		snprintf(msg, sizeof msg, "messages: must be a non-empty array");
+		snprintf(msg, msglen, "messages: must be a non-empty array");
 		goto out;
 	}
 	cr->messages = cJSON_CreateArray();
@@ -262,7 +254,7 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 		cJSON *mm;
 
 		if (!cJSON_IsString(role)) {
-			snprintf(msg, sizeof msg, "messages[%d].role: must be a string", i);
+			snprintf(msg, msglen, "messages[%d].role: must be a string", i);
 			goto out;
 		}
 		mm = cJSON_CreateObject();
@@ -288,7 +280,7 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 			cJSON_AddStringToObject(mm, "content", "");
 		} else {
 			cJSON_Delete(mm);
-			snprintf(msg, sizeof msg, "messages[%d].content: must be a string or parts", i);
+			snprintf(msg, msglen, "messages[%d].content: must be a string or parts", i);
 			goto out;
 		}
 		cJSON_AddItemToArray(cr->messages, mm);
@@ -298,7 +290,7 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 	v = cJSON_GetObjectItemCaseSensitive(o, "temperature");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 2) {
-			snprintf(msg, sizeof msg, "temperature: must be a number from 0 to 2");
+			snprintf(msg, msglen, "temperature: must be a number from 0 to 2");
 			goto out;
 		}
 		cr->params.has_temperature = 1;
@@ -309,7 +301,7 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 		v = cJSON_GetObjectItemCaseSensitive(o, "max_completion_tokens");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e7) {
-			snprintf(msg, sizeof msg, "max_tokens: must be a positive integer");
+			snprintf(msg, msglen, "max_tokens: must be a positive integer");
 			goto out;
 		}
 		cr->params.max_tokens = (int)v->valuedouble;
@@ -317,7 +309,7 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 	v = cJSON_GetObjectItemCaseSensitive(o, "response_format");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsObject(v)) {
-			snprintf(msg, sizeof msg, "response_format: must be an object");
+			snprintf(msg, msglen, "response_format: must be an object");
 			goto out;
 		}
 		cr->params.response_format = cJSON_Duplicate(v, 1);
@@ -325,20 +317,20 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 	v = cJSON_GetObjectItemCaseSensitive(o, "stream");
 	if (v && !cJSON_IsNull(v)) {
 		if (!cJSON_IsBool(v)) {
-			snprintf(msg, sizeof msg, "stream: must be true or false");
+			snprintf(msg, msglen, "stream: must be true or false");
 			goto out;
 		}
 		*stream = cJSON_IsTrue(v);
 	}
-	h = http_req_header(r, "X-Request-ID");
+	h = hdr_request_id;
 	if (h && *h && strlen(h) <= 128)
 		cr->request_id = xstrdup(h);
-	h = http_req_header(r, "X-Fusebox-Budget-Ms");
+	h = hdr_budget;
 	if (h) {
 		int64_t b;
 
 		if (parse_int64(h, &b) != 0 || b < 1 || b > 86400000) {
-			snprintf(msg, sizeof msg,
+			snprintf(msg, msglen,
 				 "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
 			goto out;
 		}
@@ -348,10 +340,6 @@ parse_chat(struct http_req *r, struct engine *e, struct call_req *cr, int *strea
 	rc = 0;
 out:
 	cJSON_Delete(o);
-	if (rc == 404)
-		chat_error(r, 404, "invalid_request_error", "model_not_found", msg);
-	else if (rc != 0)
-		chat_error(r, 400, "invalid_request_error", "invalid_request", msg);
 	return rc;
 }
 
@@ -360,7 +348,8 @@ handle_chat(struct http_req *r, struct engine *e)
 {
 	struct call_req cr;
 	struct chat_ctx *x;
-	char *model = NULL;
+	char *model = NULL, msg[256];
+	const char *name;
 	int stream = 0;
 
 	memset(&cr, 0, sizeof cr);
@@ -369,7 +358,19 @@ handle_chat(struct http_req *r, struct engine *e)
 		chat_error(r, 503, "server_error", "draining", "fuseboxd is shutting down");
 		return;
 	}
-	if (parse_chat(r, e, &cr, &stream, &model) != 0) {
+	if (api_chat_parse(r->body.data, r->body.len, http_req_header(r, "X-Request-ID"),
+			   http_req_header(r, "X-Fusebox-Budget-Ms"), &cr, &stream, &model, msg,
+			   sizeof msg) != 0) {
+		chat_error(r, 400, "invalid_request_error", "invalid_request", msg);
+		call_req_clear(&cr);
+		free(model);
+		return;
+	}
+	name = strncmp(model, "fusebox/", 8) == 0 ? model + 8 : model;
+	cr.route = engine_route_index(e, name);
+	if (cr.route < 0) {
+		snprintf(msg, sizeof msg, "The model `%s` does not exist (no such route)", model);
+		chat_error(r, 404, "invalid_request_error", "model_not_found", msg);
 		call_req_clear(&cr);
 		free(model);
 		return;
