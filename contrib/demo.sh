@@ -163,7 +163,7 @@ curl -fsS --noproxy '*' "$url/healthz" >/dev/null || die "fuseboxd does not answ
 
 # 3. Traffic, bounded by --duration.
 "$traffic_bin" --url "$url" --routes intent,ticket --rps "$rps" --duration "$duration" \
-	--no-llm-ratio 0.05 --async-ratio 0.05 >"$run/traffic.txt" 2>"$run/traffic.log" &
+	--no-llm-ratio 0.02 --async-ratio 0.05 >"$run/traffic.txt" 2>"$run/traffic.log" &
 traffic_pid=$!
 
 log "run directory  $run"
@@ -178,13 +178,16 @@ sqlq() { printf "'%s'" "${1//\'/\'\'}"; }
 # Print the note of every scenario step the mock applied since last time.
 phase_seen=0
 phase_lines() {
-	local n note
+	local n line
 	n=$(grep -c 'scenario: step' "$run/mockllm.log" 2>/dev/null || true)
 	while [ "$phase_seen" -lt "${n:-0}" ]; do
-		note=$(sqlite3 -batch -noheader :memory: \
-			"SELECT json_extract(CAST(readfile($(sqlq "$scenario")) AS TEXT),
-			        '\$.timeline[$phase_seen].note');" 2>/dev/null || true)
-		printf -- '-- t+%ds phase: %s\n' "$((($(date +%s%3N) - t0_ms) / 1000))" "${note:-step $phase_seen}"
+		line=$(sqlite3 -batch -noheader :memory: "
+			WITH s(j) AS (SELECT CAST(readfile($(sqlq "$scenario")) AS TEXT))
+			SELECT printf('-- t+%ds phase: %s',
+				json_extract(j, '\$.timeline[$phase_seen].at_s'),
+				json_extract(j, '\$.timeline[$phase_seen].note')) FROM s;" 2>/dev/null ||
+			true)
+		printf '%s\n' "${line:-"-- phase $phase_seen"}"
 		phase_seen=$((phase_seen + 1))
 	done
 }
@@ -231,7 +234,7 @@ else
 		log "no console at $console_bin yet: printing /v1/state every 5 s (Ctrl-C stops)"
 		watch_state 5
 	else
-		watch_state 10
+		watch_state 5
 	fi
 fi
 

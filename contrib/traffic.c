@@ -607,14 +607,14 @@ req_unlink(struct traffic *t, struct req *r)
 static void
 req_free(struct req *r)
 {
-	if (r == NULL)
-		return;
-	if (r->easy != NULL)
-		curl_easy_cleanup(r->easy);
-	curl_slist_free_all(r->hdrs);
-	free(r->body);
-	free(r->resp);
-	free(r);
+	if (r != NULL) {
+		if (r->easy != NULL)
+			curl_easy_cleanup(r->easy);
+		curl_slist_free_all(r->hdrs);
+		free(r->body);
+		free(r->resp);
+		free(r);
+	}
 }
 
 static int
@@ -648,7 +648,7 @@ input_make(struct traffic *t, char *buf, size_t size)
 	if (!t->builtin) {
 		msg = t->inputs[rng_next(&t->rng) % t->ninputs];
 		snprintf(buf, size, "%s", msg);
-		return;
+		goto out;
 	}
 	msg = builtin_inputs[rng_next(&t->rng) %
 			     (sizeof builtin_inputs / sizeof builtin_inputs[0])];
@@ -665,6 +665,8 @@ input_make(struct traffic *t, char *buf, size_t size)
 		tail = order;
 	}
 	snprintf(buf, size, "%s%s%s", greet, msg, tail);
+out:
+	return;
 }
 
 static char *

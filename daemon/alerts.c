@@ -216,6 +216,12 @@ alert_restore(struct alert *a, enum alert_state state, int64_t since_ms, int64_t
 	return 0;
 }
 
+void
+alert_rebind(struct alert *a, const struct alert_rule *r)
+{
+	a->rule = r;
+}
+
 int
 alert_update(struct alert *a, int cond, double value, int64_t now_ms)
 {

@@ -106,6 +106,8 @@ void alert_init(struct alert *a, const struct alert_rule *r);
  * firing since since_ms); not a transition. 0 or -EINVAL.
  */
 int alert_restore(struct alert *a, enum alert_state state, int64_t since_ms, int64_t state_at_ms);
+/* Point a at r, the same rule in a reloaded configuration; state is kept. */
+void alert_rebind(struct alert *a, const struct alert_rule *r);
 /*
  * Feed the condition at now_ms: at most one transition per call. Returns 1
  * when the state changed (see a->last), else 0.

@@ -460,7 +460,56 @@ out:
 	free(cause);
 }
 
+/*
+ * POST /v1/reload: re-read the configuration (and tokens) file. On error the
+ * running configuration stays and the answer is 400 with every error line.
+ * The audit row is committed before the answer, as for every mutation.
+ */
+static void
+handle_reload(struct http_req *r, struct engine *e)
+{
+	char *cause = NULL, *before = NULL, *after = NULL, *body;
+	cJSON *o;
+	int rc;
+
+	before = xasprintf("{\"backends\":%d,\"routes\":%d}", e->nbackends, e->nroutes);
+	rc = engine_reload_from_disk(e, &cause);
+	if (rc != 0) {
+		http_respond_error(r, 400, "invalid_config",
+				   "configuration refused, the running one stays: %s",
+				   cause ? cause : "unknown error");
+		goto out;
+	}
+	after = xasprintf("{\"backends\":%d,\"routes\":%d}", e->nbackends, e->nroutes);
+	{
+		struct store_val av[] = { SVI(clock_wall_ms()), SVT(r->actor), SVT("config.reload"),
+					  SVT(e->cfg->path), SVT(before), SVT(after), SVT(r->remote) };
+		struct store_op op = { STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) };
+		char *acause = NULL;
+
+		if (store_commit_now(e->store, &op, 1, NULL, &acause) != 0) {
+			http_respond_error(r, 500, "store_failed", "reloaded, but the audit row failed: %s",
+					   acause ? acause : "?");
+			free(acause);
+			goto out;
+		}
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddBoolToObject(o, "reloaded", 1);
+	cJSON_AddStringToObject(o, "config", e->cfg->path);
+	cJSON_AddNumberToObject(o, "backends", e->nbackends);
+	cJSON_AddNumberToObject(o, "routes", e->nroutes);
+	body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	http_respond(r, 200, body, strlen(body));
+out:
+	free(cause);
+	free(before);
+	free(after);
+}
+
 const struct endpoint api_control_endpoints[] = {
+	{ HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload, 0 },
 	{ HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state, 0 },
 	{ HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put, 0 },
 	{ HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete, 0 },

@@ -12,7 +12,7 @@
 #define CACHE_BUCKETS 16384
 
 struct centry {
-	int route;
+	char *route;
 	char *key;
 	cJSON *result;
 	int has_conf;
@@ -27,15 +27,16 @@ struct cache {
 	struct centry *fhead, *ftail;
 	int count;
 	int capacity;
-	const char *const *names;
-	int nnames;
 };
 
 static uint32_t
-hash(int route, const char *key)
+hash(const char *route, const char *key)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)route;
+	uint32_t h = 2166136261u;
 
+	for (; *route; route++)
+		h = (h ^ (unsigned char)*route) * 16777619u;
+	h = (h ^ 0x1f) * 16777619u;
 	for (; *key; key++)
 		h = (h ^ (unsigned char)*key) * 16777619u;
 	return h;
@@ -77,6 +78,7 @@ cache_new(int capacity)
 static void
 centry_free(struct centry *e)
 {
+	free(e->route);
 	free(e->key);
 	cJSON_Delete(e->result);
 	free(e);
@@ -96,20 +98,13 @@ cache_free(struct cache *c)
 	free(c);
 }
 
-void
-cache_set_route_names(struct cache *c, const char *const *names, int n)
-{
-	c->names = names;
-	c->nnames = n;
-}
-
 static struct centry *
-find(struct cache *c, int route, const char *key)
+find(struct cache *c, const char *route, const char *key)
 {
 	struct centry *e;
 
 	for (e = c->buckets[hash(route, key) % CACHE_BUCKETS]; e; e = e->hnext)
-		if (e->route == route && strcmp(e->key, key) == 0)
+		if (strcmp(e->route, route) == 0 && strcmp(e->key, key) == 0)
 			return e;
 	return NULL;
 }
@@ -135,7 +130,7 @@ evict_head(struct cache *c)
 }
 
 static void
-put_key(struct cache *c, int route, char *key, const cJSON *result, int has_conf, double conf,
+put_key(struct cache *c, const char *route, char *key, const cJSON *result, int has_conf, double conf,
 	int64_t now)
 {
 	struct centry *e = find(c, route, key);
@@ -165,7 +160,7 @@ put_key(struct cache *c, int route, char *key, const cJSON *result, int has_conf
 	while (c->count >= c->capacity && c->fhead)
 		evict_head(c);
 	e = xcalloc(1, sizeof *e);
-	e->route = route;
+	e->route = xstrdup(route);
 	e->key = key;
 	e->result = cJSON_Duplicate(result, 1);
 	e->has_conf = has_conf;
@@ -184,7 +179,7 @@ put_key(struct cache *c, int route, char *key, const cJSON *result, int has_conf
 }
 
 int
-cache_get(struct cache *c, int route, const char *input, int ttl_s, int64_t now_wall_ms,
+cache_get(struct cache *c, const char *route, const char *input, int ttl_s, int64_t now_wall_ms,
 	  const cJSON **result, int *has_conf, double *conf)
 {
 	char *key = cache_key(input);
@@ -200,14 +195,14 @@ cache_get(struct cache *c, int route, const char *input, int ttl_s, int64_t now_
 }
 
 void
-cache_put(struct cache *c, int route, const char *input, const cJSON *result, int has_conf,
-	  double conf, int64_t now_wall_ms, struct store *st)
+cache_put(struct cache *c, const char *route, const char *input, const cJSON *result,
+	  int has_conf, double conf, int64_t now_wall_ms, struct store *st)
 {
 	char *key = cache_key(input);
 
-	if (st && route < c->nnames) {
+	if (st) {
 		char *res = cJSON_PrintUnformatted(result);
-		struct store_val v[] = { SVT(c->names[route]), SVT(key), SVT(res),
+		struct store_val v[] = { SVT(route), SVT(key), SVT(res),
 					 has_conf ? SVR(conf) : SVN, SVI(now_wall_ms) };
 
 		store_put(st, STORE_CACHE_UPSERT, v, (int)ARRAY_SIZE(v));
@@ -229,20 +224,14 @@ load_row(void *arg, sqlite3_stmt *row)
 	const char *key = (const char *)sqlite3_column_text(row, 1);
 	const char *res = (const char *)sqlite3_column_text(row, 2);
 	cJSON *result;
-	int i;
 
 	if (!route || !key || !res)
 		return 0;
-	for (i = 0; i < c->nnames; i++) {
-		if (strcmp(c->names[i], route) != 0)
-			continue;
-		result = cJSON_Parse(res);
-		if (result)
-			put_key(c, i, xstrdup(key), result, sqlite3_column_type(row, 3) != SQLITE_NULL,
-				sqlite3_column_double(row, 3), sqlite3_column_int64(row, 4));
-		cJSON_Delete(result);
-		break;
-	}
+	result = cJSON_Parse(res);
+	if (result)
+		put_key(c, route, xstrdup(key), result, sqlite3_column_type(row, 3) != SQLITE_NULL,
+			sqlite3_column_double(row, 3), sqlite3_column_int64(row, 4));
+	cJSON_Delete(result);
 	return 0;
 }
 

@@ -81,6 +81,7 @@ struct call {
 	struct engine *e;
 	struct call *prev, *next; /* engine's live list */
 	struct call *close_next;
+	struct cfg_hold *hold; /* the configuration this call runs on */
 	int64_t id;
 	char *request_id;
 	struct call_req req;
@@ -204,7 +205,8 @@ call_fall(struct call *c, const char *reason)
 	}
 	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
 		  step_name(to), reason);
-	obs_degradation(c->e->obs, c->route, reason);
+	if (c->route < c->e->nroutes)
+		obs_degradation(c->e->obs, c->route, reason);
 	c->step = to;
 	c->step_retries = 0;
 	c->avoid_backend = -1;
@@ -346,7 +348,8 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 			.wall_ms = clock_wall_ms(),
 		};
 
-		obs_call(c->e->obs, &co);
+		if (c->route < c->e->nroutes) /* not a route a reload removed */
+			obs_call(c->e->obs, &co);
 	}
 	log_call_row(c);
 	c->e->inflight--;
@@ -366,6 +369,8 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 static void
 call_free(struct call *c)
 {
+	c->rt->live_calls--;
+	engine_hold_put(c->e, c->hold);
 	call_req_clear(&c->req);
 	free(c->request_id);
 	free(c->last_raw);
@@ -792,11 +797,13 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 		struct attempt_obs ao = { .route = c->route, .backend = a->bidx, .outcome = o,
 					  .duration_ms = total_ms, .canary = a->canary };
 
-		obs_attempt(e->obs, &ao);
+		if (c->route < e->nroutes && a->bidx < e->nbackends)
+			obs_attempt(e->obs, &ao);
 	}
 	if (outcome_is_validation(o)) {
 		log_vfail_row(a, &vr, reply.content);
-		obs_validation_failure(e->obs, c->route, validate_stage_name(vr.stage));
+		if (c->route < e->nroutes)
+			obs_validation_failure(e->obs, c->route, validate_stage_name(vr.stage));
 		if (c->step == (c->level == 1 ? STEP_BACKUP : STEP_PRIMARY))
 			c->start_vfail = 1;
 	}
@@ -819,7 +826,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 		if (vr.review)
 			c->review_reason = "low_confidence";
 		if (c->rc->cache.enabled && vr.result)
-			cache_put(e->cache, c->route, input_text(c), vr.result, vr.has_confidence,
+			cache_put(e->cache, c->rc->name, input_text(c), vr.result, vr.has_confidence,
 				  vr.confidence, clock_wall_ms(), e->store);
 		c->ans.prompt_tokens = reply.prompt_tokens;
 		c->ans.completion_tokens = reply.completion_tokens;
@@ -925,6 +932,51 @@ deadline_fire(struct timer *t, void *arg)
 	}
 }
 
+/*
+ * The engine's index of a target's backend: the config's own index while
+ * the call runs on the current configuration, else by name (a reload
+ * moved the arrays). -1 when the backend is gone.
+ */
+static int
+call_target_backend(const struct call *c, const struct target_cfg *t)
+{
+	if (c->hold->cfg == c->e->cfg)
+		return t->backend_idx;
+	return engine_backend_index(c->e, t->backend);
+}
+
+void
+call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w)
+{
+	engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+}
+
+static void
+call_remap(struct call *c, struct route_rt *routes, const int *rmap, struct backend_rt *backends,
+	   const int *bmap)
+{
+	c->route = rmap[c->route];
+	c->rt = &routes[c->route];
+	if (c->att) {
+		c->att->bidx = bmap[c->att->bidx];
+		c->att->b = &backends[c->att->bidx];
+	}
+	if (c->queued_bidx >= 0)
+		c->queued_bidx = bmap[c->queued_bidx];
+	if (c->avoid_backend >= 0)
+		c->avoid_backend = bmap[c->avoid_backend];
+}
+
+void
+call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
+	       struct backend_rt *backends, const int *bmap)
+{
+	struct call *c;
+
+	for (c = e->calls; c; c = c->next)
+		call_remap(c, routes, rmap, backends, bmap);
+}
+
 /* Try to run one model step (primary or backup). 0: an attempt (or a queue wait) is under way. */
 static int
 model_step(struct call *c, const char **why)
@@ -945,9 +997,17 @@ model_step(struct call *c, const char **why)
 	}
 	n = MIN(n, MAX_TARGETS);
 	for (i = 0; i < n; i++) {
-		double w = c->step == STEP_PRIMARY ? c->rt->weights[i] : targets[i].weight;
+		double w = c->step == STEP_PRIMARY && c->rt->cfg == rc ? c->rt->weights[i]
+									: targets[i].weight;
 
-		b = &e->backends[targets[i].backend_idx];
+		bidx = call_target_backend(c, &targets[i]);
+		if (bidx < 0) {
+			cand[i].id = i;
+			cand[i].eligible = 0;
+			cand[i].weight = 0;
+			continue;
+		}
+		b = &e->backends[bidx];
 		cand[i].id = i;
 		cand[i].eligible = 1;
 		if (w > 0)
@@ -971,7 +1031,7 @@ model_step(struct call *c, const char **why)
 		int avoid = -1;
 
 		for (i = 0; i < n; i++)
-			if (targets[i].backend_idx == c->avoid_backend)
+			if (call_target_backend(c, &targets[i]) == c->avoid_backend)
 				avoid = i;
 		if (router_pick(cand, n, avoid, &e->rng, &picked) != 0) {
 			*why = any_open ? "breaker_open" : any_full ? "bulkhead_full"
@@ -979,7 +1039,7 @@ model_step(struct call *c, const char **why)
 			return 1;
 		}
 	}
-	bidx = targets[picked].backend_idx;
+	bidx = call_target_backend(c, &targets[picked]);
 	b = &e->backends[bidx];
 	if (bulkhead_enter(&b->bulkhead) != 0) {
 		int64_t wait = MIN((int64_t)b->cfg->queue_ms, remaining - rc->min_attempt_ms);
@@ -1042,7 +1102,7 @@ call_step(struct call *c)
 			int has_conf = 0;
 			double conf = 0;
 
-			if (cache_get(e->cache, c->route, input_text(c), rc->cache.ttl_s,
+			if (cache_get(e->cache, rc->name, input_text(c), rc->cache.ttl_s,
 				      clock_wall_ms(), &res, &has_conf, &conf) == 0) {
 				call_answer(c, 200, SOURCE_CACHE, NULL, res, NULL, has_conf, conf);
 				return;
@@ -1090,6 +1150,8 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	c->route = c->req.route;
 	c->rt = &e->routes[c->route];
 	c->rc = c->rt->cfg;
+	c->hold = engine_hold_get(e);
+	c->rt->live_calls++;
 	c->id = e->next_call_id++;
 	c->done = done;
 	c->done_arg = arg;

@@ -80,6 +80,14 @@ struct engine *call_engine(const struct call *c);
 /* Render the /call 200 body of API.md for an answer. New string. */
 char *call_answer_json(const struct call_answer *a, int replayed);
 
-/* Engine hooks: a transfer finished; free closed calls. */
+/* Engine hooks: a transfer finished; free closed calls; a bulkhead slot
+ * was handed to a waiting call; reload moved the runtime arrays (rmap /
+ * bmap: old index -> new index). */
+struct route_rt;
+struct backend_rt;
+struct bulkhead_waiter;
+void call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w);
+void call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
+		    struct backend_rt *backends, const int *bmap);
 void call_transfer_done(struct engine *e, CURL *easy, CURLcode code);
 void call_reap(struct engine *e);

@@ -28,6 +28,8 @@
 #include "log.h"
 #include "notify.h"
 #include "obs.h"
+#include "http.h"
+#include "tokens.h"
 #include "util.h"
 
 #define CRON_MS 1000
@@ -227,6 +229,14 @@ engine_post(struct engine *e, engine_task_fn fn, void *arg)
 	t->arg = arg;
 	t->next = NULL;
 	pthread_mutex_lock(&e->qlock);
+	if (e->exited) {
+		/* After the drain (only late keep-alive requests get here): they
+		 * see e->stopping and are refused at once, on the caller's thread. */
+		fn(e, arg);
+		pthread_mutex_unlock(&e->qlock);
+		free(t);
+		return;
+	}
 	if (e->qtail)
 		e->qtail->next = t;
 	else
@@ -320,15 +330,60 @@ backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
 			 bc->name, bc->api_key_env);
 }
 
+static void
+backend_rt_free(struct backend_rt *b)
+{
+	breaker_free(&b->breaker);
+	free(b->api_key);
+	b->api_key = NULL;
+}
+
+static void
+route_rt_init(struct route_rt *rt, const struct route_cfg *rc)
+{
+	int j;
+
+	memset(rt, 0, sizeof *rt);
+	rt->cfg = rc;
+	rt->forced_level = -1;
+	escalation_init(&rt->esc, clock_mono_ms());
+	retry_budget_init(&rt->rbudget);
+	rt->weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *rt->weights);
+	for (j = 0; j < rc->ntargets; j++)
+		rt->weights[j] = rc->targets[j].weight;
+}
+
+static void
+route_rt_free(struct route_rt *rt)
+{
+	free(rt->weights);
+	free(rt->forced_actor);
+	free(rt->forced_reason);
+	rt->weights = NULL;
+	rt->forced_actor = rt->forced_reason = NULL;
+}
+
+void
+engine_bulkhead_wake(struct engine *e, struct backend_rt *b)
+{
+	struct bulkhead_waiter *w;
+
+	/* A raised cap hands free slots to waiting calls at once. */
+	while ((w = bulkhead_next(&b->bulkhead)) != NULL)
+		call_bulkhead_granted(e, w);
+}
+
 int
-engine_create(const struct config *cfg, struct store *st, struct engine **out, char **cause)
+engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause)
 {
 	struct engine *e = xcalloc(1, sizeof *e);
 	struct store_reader *rd = NULL;
 	struct epoll_event ev;
-	int i, j, r = 0, max_ttl = 0;
+	int i, r = 0, max_ttl = 0;
 
 	e->cfg = cfg;
+	e->hold = xcalloc(1, sizeof *e->hold);
+	e->hold->cfg = cfg;
 	e->store = st;
 	e->epfd = -1;
 	e->evfd = -1;
@@ -359,23 +414,14 @@ engine_create(const struct config *cfg, struct store *st, struct engine **out, c
 	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, 20000L);
 
-	e->nbackends = cfg->nbackends;
-	e->backends = xcalloc((size_t)cfg->nbackends, sizeof *e->backends);
+	e->nbackends = e->nbackends_all = cfg->nbackends;
+	e->backends = xcalloc((size_t)MAX(cfg->nbackends, 1), sizeof *e->backends);
 	for (i = 0; i < cfg->nbackends; i++)
 		backend_rt_init(&e->backends[i], &cfg->backends[i]);
-	e->nroutes = cfg->nroutes;
-	e->routes = xcalloc((size_t)cfg->nroutes, sizeof *e->routes);
-	for (i = 0; i < cfg->nroutes; i++) {
-		struct route_rt *rt = &e->routes[i];
-
-		rt->cfg = &cfg->routes[i];
-		rt->forced_level = -1;
-		escalation_init(&rt->esc, clock_mono_ms());
-		retry_budget_init(&rt->rbudget);
-		rt->weights = xcalloc((size_t)MAX(rt->cfg->ntargets, 1), sizeof *rt->weights);
-		for (j = 0; j < rt->cfg->ntargets; j++)
-			rt->weights[j] = rt->cfg->targets[j].weight;
-	}
+	e->nroutes = e->nroutes_all = cfg->nroutes;
+	e->routes = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *e->routes);
+	for (i = 0; i < cfg->nroutes; i++)
+		route_rt_init(&e->routes[i], &cfg->routes[i]);
 
 	/* Row ids continue after the highest one on disk (rows are written
 	 * asynchronously, so the daemon assigns them). */
@@ -396,7 +442,6 @@ engine_create(const struct config *cfg, struct store *st, struct engine **out, c
 			max_ttl = MAX(max_ttl, cfg->routes[i].cache.ttl_s);
 	}
 	e->cache = cache_new(100000);
-	cache_set_route_names(e->cache, e->route_names, cfg->nroutes);
 	cache_load(e->cache, rd, clock_wall_ms() - (int64_t)max_ttl * 1000);
 	r = obs_new(cfg, st, rd, clock_wall_ms(), &e->obs, cause);
 	if (r != 0)
@@ -451,11 +496,16 @@ engine_stop(struct engine *e)
 	engine_post(e, engine_begin_stop, NULL);
 	pthread_join(e->thread, NULL);
 	e->thread_started = 0;
+	pthread_mutex_lock(&e->qlock);
+	e->exited = 1;
+	pthread_mutex_unlock(&e->qlock);
+	run_tasks(e);
 }
 
 void
 engine_free(struct engine *e)
 {
+	struct cfg_hold *h, *hn;
 	int i;
 
 	if (e == NULL)
@@ -463,22 +513,17 @@ engine_free(struct engine *e)
 	engine_stop(e);
 	run_tasks(e);
 	call_reap(e);
+	jobs_free(e->jobs);
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
-	for (i = 0; i < e->nbackends; i++) {
-		breaker_free(&e->backends[i].breaker);
-		free(e->backends[i].api_key);
-	}
+	for (i = 0; i < e->nbackends_all; i++)
+		backend_rt_free(&e->backends[i]);
 	free(e->backends);
-	for (i = 0; i < e->nroutes; i++) {
-		free(e->routes[i].weights);
-		free(e->routes[i].forced_actor);
-		free(e->routes[i].forced_reason);
-	}
+	for (i = 0; i < e->nroutes_all; i++)
+		route_rt_free(&e->routes[i]);
 	free(e->routes);
 	idem_free(e->idem);
 	cache_free(e->cache);
-	jobs_free(e->jobs);
 	obs_free(e->obs);
 	notify_free(e->notify, 1000);
 	store_reader_close(e->reader);
@@ -489,5 +534,233 @@ engine_free(struct engine *e)
 	if (e->evfd >= 0)
 		close(e->evfd);
 	pthread_mutex_destroy(&e->qlock);
+	for (h = e->hold; h; h = hn) {
+		hn = h->next;
+		config_free(h->cfg);
+		free(h);
+	}
 	free(e);
+}
+
+struct cfg_hold *
+engine_hold_get(struct engine *e)
+{
+	e->hold->refs++;
+	return e->hold;
+}
+
+void
+engine_hold_put(struct engine *e, struct cfg_hold *h)
+{
+	struct cfg_hold **pp;
+
+	h->refs--;
+	if (h->refs > 0 || h == e->hold)
+		return;
+	/* An old configuration's last call ended: free it. */
+	for (pp = &e->hold->next; *pp; pp = &(*pp)->next) {
+		if (*pp == h) {
+			*pp = h->next;
+			log_info("engine", "previous configuration released (its last call ended)");
+			config_free(h->cfg);
+			free(h);
+			return;
+		}
+	}
+}
+
+int
+engine_backend_index(const struct engine *e, const char *name)
+{
+	int i;
+
+	for (i = 0; i < e->nbackends; i++)
+		if (strcmp(e->backends[i].cfg->name, name) == 0)
+			return i;
+	return -1;
+}
+
+static int
+backend_rt_busy(const struct backend_rt *b)
+{
+	return b->bulkhead.inflight > 0 || b->bulkhead.nwaiting > 0;
+}
+
+static int
+same_targets(const struct route_cfg *a, const struct route_cfg *b)
+{
+	int i;
+
+	if (a->ntargets != b->ntargets)
+		return 0;
+	for (i = 0; i < a->ntargets; i++)
+		if (strcmp(a->targets[i].backend, b->targets[i].backend) != 0)
+			return 0;
+	return 1;
+}
+
+int
+engine_reload(struct engine *e, struct config *ncfg, char **cause)
+{
+	const struct config *ocfg = e->cfg;
+	struct backend_rt *nb = NULL;
+	struct route_rt *nr = NULL;
+	int *bmap = NULL, *rmap = NULL; /* old index -> new index (-1: gone) */
+	int onb = e->nbackends_all, onr = e->nroutes_all, nnb, nnr, i, j;
+	int64_t now = clock_mono_ms();
+	struct cfg_hold *h;
+	char detail[256];
+
+	/* The only step that can fail goes first: then nothing has changed. */
+	if (obs_reconfigure(e->obs, ncfg, clock_wall_ms(), cause) != 0) {
+		config_free(ncfg);
+		return -EIO;
+	}
+	if (strcmp(ocfg->listen, ncfg->listen) != 0)
+		log_warn("reload", "listen changed (%s -> %s): takes effect at restart", ocfg->listen,
+			 ncfg->listen);
+	if (strcmp(ocfg->database, ncfg->database) != 0)
+		log_warn("reload", "database changed: takes effect at restart");
+	bmap = xcalloc((size_t)MAX(onb, 1), sizeof *bmap);
+	rmap = xcalloc((size_t)MAX(onr, 1), sizeof *rmap);
+	for (i = 0; i < onb; i++)
+		bmap[i] = -1;
+	for (i = 0; i < onr; i++)
+		rmap[i] = -1;
+
+	/* Backends: matched by name, state moved; removed ones still in use
+	 * stay after the configured ones until their calls end. */
+	nnb = ncfg->nbackends;
+	for (i = 0; i < onb; i++)
+		if (config_backend_index(ncfg, e->backends[i].cfg->name) < 0 && backend_rt_busy(&e->backends[i]))
+			nnb++;
+	nb = xcalloc((size_t)MAX(nnb, 1), sizeof *nb);
+	for (i = 0; i < ncfg->nbackends; i++) {
+		for (j = 0; j < onb; j++)
+			if (bmap[j] < 0 && strcmp(e->backends[j].cfg->name, ncfg->backends[i].name) == 0)
+				break;
+		if (j == onb) {
+			backend_rt_init(&nb[i], &ncfg->backends[i]);
+			continue;
+		}
+		nb[i] = e->backends[j];
+		bmap[j] = i;
+		nb[i].cfg = &ncfg->backends[i];
+		breaker_reconfigure(&nb[i].breaker, &ncfg->backends[i].breaker, now);
+		bulkhead_set_max(&nb[i].bulkhead, ncfg->backends[i].max_concurrent);
+		free(nb[i].api_key);
+		nb[i].api_key = NULL;
+		if (ncfg->backends[i].api_key_env && getenv(ncfg->backends[i].api_key_env) &&
+		    *getenv(ncfg->backends[i].api_key_env))
+			nb[i].api_key = xstrdup(getenv(ncfg->backends[i].api_key_env));
+	}
+	for (i = 0, j = ncfg->nbackends; i < onb; i++) {
+		if (bmap[i] >= 0)
+			continue;
+		if (backend_rt_busy(&e->backends[i])) {
+			nb[j] = e->backends[i];
+			bmap[i] = j++;
+		} else {
+			backend_rt_free(&e->backends[i]);
+		}
+	}
+
+	/* Routes: the same by name; live weights kept when the targets did not change. */
+	nnr = ncfg->nroutes;
+	for (i = 0; i < onr; i++)
+		if (config_route(ncfg, e->routes[i].cfg->name) == NULL && e->routes[i].live_calls > 0)
+			nnr++;
+	nr = xcalloc((size_t)MAX(nnr, 1), sizeof *nr);
+	for (i = 0; i < ncfg->nroutes; i++) {
+		const struct route_cfg *rc = &ncfg->routes[i];
+
+		for (j = 0; j < onr; j++)
+			if (rmap[j] < 0 && strcmp(e->routes[j].cfg->name, rc->name) == 0)
+				break;
+		if (j == onr) {
+			route_rt_init(&nr[i], rc);
+			continue;
+		}
+		nr[i] = e->routes[j];
+		rmap[j] = i;
+		if (!same_targets(e->routes[j].cfg, rc)) {
+			free(nr[i].weights);
+			nr[i].weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].weights);
+			for (j = 0; j < rc->ntargets; j++)
+				nr[i].weights[j] = rc->targets[j].weight;
+		}
+		nr[i].cfg = rc;
+	}
+	for (i = 0, j = ncfg->nroutes; i < onr; i++) {
+		if (rmap[i] >= 0)
+			continue;
+		if (e->routes[i].live_calls > 0) {
+			nr[j] = e->routes[i];
+			rmap[i] = j++;
+		} else {
+			route_rt_free(&e->routes[i]);
+		}
+	}
+
+	/* Live calls and attempts point into the arrays: move them along. */
+	call_remap_all(e, nr, rmap, nb, bmap);
+
+	free(e->backends);
+	free(e->routes);
+	e->backends = nb;
+	e->routes = nr;
+	e->nbackends = ncfg->nbackends;
+	e->nbackends_all = nnb;
+	e->nroutes = ncfg->nroutes;
+	e->nroutes_all = nnr;
+	for (i = 0; i < e->nbackends_all; i++)
+		engine_bulkhead_wake(e, &e->backends[i]);
+
+	free(e->route_names);
+	e->route_names = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *e->route_names);
+	for (i = 0; i < ncfg->nroutes; i++)
+		e->route_names[i] = ncfg->routes[i].name;
+	h = xcalloc(1, sizeof *h);
+	h->cfg = ncfg;
+	h->next = e->hold;
+	e->hold = h;
+	e->cfg = ncfg;
+	log_set_level(ncfg->log.level);
+	/* The previous configuration goes when its last call ends (maybe now). */
+	h->next->refs++;
+	engine_hold_put(e, h->next);
+
+	snprintf(detail, sizeof detail, "configuration reloaded: %d backends, %d routes",
+		 ncfg->nbackends, ncfg->nroutes);
+	log_info("reload", "%s", detail);
+	engine_event(e, "reload", ncfg->path ? ncfg->path : "config", detail);
+	free(bmap);
+	free(rmap);
+	return 0;
+}
+
+int
+engine_reload_from_disk(struct engine *e, char **cause)
+{
+	struct config *ncfg = NULL;
+	struct tokens *tokens = NULL;
+	int r;
+
+	r = config_load(e->cfg->path, &ncfg, cause);
+	if (r != 0)
+		return r;
+	r = tokens_load(ncfg->tokens_file, &tokens, cause);
+	if (r != 0 && r != -ENOENT) {
+		config_free(ncfg);
+		return r;
+	}
+	if (r == -ENOENT) {
+		free(*cause);
+		*cause = NULL;
+	}
+	if (e->srv)
+		http_set_auth(e->srv, tokens, ncfg->callers_require_token, ncfg->metrics_public);
+	else
+		tokens_free(tokens);
+	return engine_reload(e, ncfg, cause);
 }

@@ -56,6 +56,14 @@ struct route_rt {
 	int *weights; /* live weights of cfg->targets (operator / canary guard) */
 	uint64_t calls;
 	uint64_t retries_denied; /* retry budget said no */
+	int live_calls;		 /* calls running on this route now */
+};
+
+/* A configuration and the live calls still running on it (reload). */
+struct cfg_hold {
+	struct config *cfg; /* owned */
+	int refs;	    /* live calls started under it */
+	struct cfg_hold *next;
 };
 
 typedef void (*engine_task_fn)(struct engine *e, void *arg);
@@ -74,7 +82,11 @@ struct engine_counters {
 };
 
 struct engine {
-	const struct config *cfg;
+	const struct config *cfg; /* the current configuration (== hold->cfg) */
+	struct cfg_hold *hold;	  /* current; older ones follow while calls use them */
+	struct http_server *srv;  /* for reload: tokens and auth flags */
+	int nbackends_all;	  /* backends incl. removed ones still in use (after nbackends) */
+	int nroutes_all;
 	struct store *store;
 	CURLM *multi;
 	int epfd;
@@ -107,12 +119,28 @@ struct engine {
 	struct call *closing; /* finished calls, reaped before sleep */
 	int stopping;	      /* SIGTERM: no new calls, drain */
 	int stop_now;
+	int exited;	      /* the loop thread is gone: posted tasks run inline (under qlock) */
 	int64_t started_wall_ms;
 	struct engine_counters counters;
 };
 
-/* Create the engine for cfg (borrowed, must outlive the engine) and st. */
-int engine_create(const struct config *cfg, struct store *st, struct engine **out, char **cause);
+/* Create the engine for cfg (consumed: the engine owns and frees it) and st. */
+int engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause);
+/*
+ * Apply a new configuration (consumed) on the engine thread: backends and
+ * routes are matched by name and keep their breakers, windows, bulkheads,
+ * levels and escalation state; live calls finish on the configuration they
+ * started with (kept until the last of them ends). The listen address and
+ * the database path take effect only at restart (a warning says so).
+ */
+int engine_reload(struct engine *e, struct config *ncfg, char **cause);
+/* Reload from the current configuration file (and the tokens file). 0, or CONFIG_E_* / -errno with *cause. */
+int engine_reload_from_disk(struct engine *e, char **cause);
+/* Take the config hold of a new call / release it when the call is freed. */
+struct cfg_hold *engine_hold_get(struct engine *e);
+void engine_hold_put(struct engine *e, struct cfg_hold *h);
+/* Index of a backend / route by name in the current configuration, -1 when absent. */
+int engine_backend_index(const struct engine *e, const char *name);
 /* Start the loop thread. */
 int engine_start(struct engine *e);
 /* Run fn(e, arg) on the engine thread, soon. Thread-safe. */
@@ -129,6 +157,8 @@ void engine_timer_cancel(struct engine *e, struct timer *t);
 int engine_route_index(const struct engine *e, const char *name);
 /* Effective level of route i now (forced, else auto), expiring a forced level whose TTL passed. */
 int engine_route_level(struct engine *e, int i);
+/* Hand free bulkhead slots of b to waiting calls (after its cap was raised). */
+void engine_bulkhead_wake(struct engine *e, struct backend_rt *b);
 /* Emit breaker transition events for backend b if its breaker moved. */
 void engine_breaker_events(struct engine *e, struct backend_rt *b);
 /* Sync rt->auto_level with its state machine; emits the "level" event of a change. */

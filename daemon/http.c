@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "api_slo.h"
@@ -41,7 +42,8 @@ struct http_server {
 	int64_t max_body_bytes;
 	int callers_require_token;
 	int metrics_public;
-	const struct tokens *tokens;
+	struct tokens *tokens; /* owned; swapped under lock by http_set_auth() */
+	int active;	       /* requests between arrival and MHD's completion */
 };
 
 struct http_stream {
@@ -321,8 +323,15 @@ auth_check(struct http_server *s, struct http_req *r)
 	const struct token *t = NULL;
 	int need;
 
+	int callers_require_token, metrics_public;
+
 	snprintf(r->actor, sizeof r->actor, "anonymous");
 	r->role = -1;
+	/* The tokens may be swapped by a reload: look up under the lock and
+	 * keep only copies (name, role). */
+	pthread_mutex_lock(&s->lock);
+	callers_require_token = s->callers_require_token;
+	metrics_public = s->metrics_public;
 	if (h && strncasecmp(h, "Bearer ", 7) == 0 && s->tokens) {
 		t = tokens_find(s->tokens, h + 7);
 		if (t) {
@@ -330,16 +339,17 @@ auth_check(struct http_server *s, struct http_req *r)
 			r->role = (int)t->role;
 		}
 	}
+	pthread_mutex_unlock(&s->lock);
 	switch (r->ep->access) {
 	case ACCESS_OPEN:
 		return 0;
 	case ACCESS_DATA:
-		if (!s->callers_require_token)
+		if (!callers_require_token)
 			return 0;
 		need = ROLE_CALLER;
 		break;
 	case ACCESS_METRICS:
-		if (s->metrics_public)
+		if (metrics_public)
 			return 0;
 		need = ROLE_VIEWER;
 		break;
@@ -350,16 +360,16 @@ auth_check(struct http_server *s, struct http_req *r)
 		need = ROLE_OPERATOR;
 		break;
 	}
-	if (t == NULL) {
+	if (r->role < 0) {
 		set_error(r, 401, "unauthorized",
 			  h ? "unknown token" : "missing Authorization: Bearer <token>");
 		return 401;
 	}
-	if ((int)t->role < need) {
+	if (r->role < need) {
 		char msg[128];
 
-		snprintf(msg, sizeof msg, "role %s may not do this (needs %s)", role_name(t->role),
-			 role_name((enum role)need));
+		snprintf(msg, sizeof msg, "role %s may not do this (needs %s)",
+			 role_name((enum role)r->role), role_name((enum role)need));
 		set_error(r, 403, "forbidden", msg);
 		return 403;
 	}
@@ -403,6 +413,9 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		r = xcalloc(1, sizeof *r);
 		r->conn = conn;
 		r->srv = s;
+		pthread_mutex_lock(&s->lock);
+		s->active++;
+		pthread_mutex_unlock(&s->lock);
 		r->method = method_parse(method);
 		r->role = -1;
 		buf_init(&r->body, (size_t)s->max_body_bytes);
@@ -595,6 +608,7 @@ req_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		return;
 	*con_cls = NULL;
 	pthread_mutex_lock(&s->lock);
+	s->active--;
 	if (r->state == REQ_DISPATCHED) {
 		r->state = REQ_ORPHANED;
 		orphan = 1;
@@ -681,6 +695,8 @@ out:
 		pthread_mutex_destroy(&s->lock);
 		free(s);
 	}
+	if (r != 0)
+		tokens_free(o->tokens);
 	return r;
 }
 
@@ -700,6 +716,22 @@ http_quiesce(struct http_server *s)
 	}
 }
 
+int
+http_drain(struct http_server *s, int timeout_ms)
+{
+	int64_t end = clock_mono_ms() + timeout_ms;
+	int active;
+
+	for (;;) {
+		pthread_mutex_lock(&s->lock);
+		active = s->active;
+		pthread_mutex_unlock(&s->lock);
+		if (active == 0 || clock_mono_ms() >= end)
+			return active;
+		usleep(5 * 1000);
+	}
+}
+
 void
 http_stop(struct http_server *s)
 {
@@ -707,17 +739,22 @@ http_stop(struct http_server *s)
 		return;
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
+	tokens_free(s->tokens);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
 
 void
-http_set_auth(struct http_server *s, const struct tokens *t, int callers_require_token,
+http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
 	      int metrics_public)
 {
+	struct tokens *old;
+
 	pthread_mutex_lock(&s->lock);
+	old = s->tokens;
 	s->tokens = t;
 	s->callers_require_token = callers_require_token;
 	s->metrics_public = metrics_public;
 	pthread_mutex_unlock(&s->lock);
+	tokens_free(old);
 }

@@ -96,7 +96,7 @@ struct http_opts {
 	int conn_timeout_s; /* idle / slow client timeout */
 	int callers_require_token;
 	int metrics_public;
-	const struct tokens *tokens; /* borrowed; may be NULL (no tokens: control plane closed) */
+	struct tokens *tokens; /* consumed (the server frees it); NULL: no tokens, control plane closed */
 };
 
 int http_start(const struct http_opts *o, struct engine *e, struct http_server **out, char **cause);
@@ -104,9 +104,12 @@ int http_start(const struct http_opts *o, struct engine *e, struct http_server *
 int http_port(const struct http_server *s);
 /* Stop accepting new connections (drain). */
 void http_quiesce(struct http_server *s);
+/* Wait until every request received has been answered and sent (or
+ * timeout_ms passed); returns how many are still open. */
+int http_drain(struct http_server *s, int timeout_ms);
 void http_stop(struct http_server *s);
-/* Replace the tokens and auth flags after a reload (called on the engine thread). */
-void http_set_auth(struct http_server *s, const struct tokens *t, int callers_require_token,
+/* Replace the tokens (consumed; the old ones are freed) and auth flags after a reload. Thread-safe. */
+void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
 		   int metrics_public);
 
 /* Add a response header (copied). At most HTTP_MAX_RESP_HEADERS. */

@@ -27,7 +27,7 @@ static const char *const job_state_names[] = { "queued", "running", "done", "fai
 struct job {
 	struct job *next;
 	struct jobs *owner;
-	int route;
+	char *route; /* by name: a reload may move routes */
 	char *request_id;
 	char *body;
 	enum job_state state;
@@ -46,6 +46,7 @@ struct jobs {
 static void
 job_free(struct job *jb)
 {
+	free(jb->route);
 	free(jb->request_id);
 	free(jb->body);
 	free(jb);
@@ -143,13 +144,13 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 
 /* Build the call request of a job from its stored body. */
 static void
-job_call_req(const struct job *jb, struct call_req *cr)
+job_call_req(const struct job *jb, int route, struct call_req *cr)
 {
 	cJSON *o = cJSON_Parse(jb->body);
 	const cJSON *v;
 
 	memset(cr, 0, sizeof *cr);
-	cr->route = jb->route;
+	cr->route = route;
 	cr->request_id = xstrdup(jb->request_id);
 	cr->allow_llm = 1;
 	if (o == NULL)
@@ -187,15 +188,17 @@ jobs_tick(struct jobs *j)
 	for (jb = j->head; jb && started < JOBS_START_PER_TICK && j->nrunning < JOBS_MAX_RUNNING;
 	     jb = next) {
 		struct call_req cr;
+		int route;
 
 		next = jb->next;
 		if (jb->state != JOB_QUEUED || e->stopping)
 			continue;
-		if (engine_route_level(e, jb->route) >= 3)
-			continue;
+		route = engine_route_index(e, jb->route);
+		if (route < 0 || engine_route_level(e, route) >= 3)
+			continue; /* a route gone by reload waits for one that brings it back */
 		jb->tries++;
 		job_set_state(j, jb, JOB_RUNNING, NULL);
-		job_call_req(jb, &cr);
+		job_call_req(jb, route, &cr);
 		started++;
 		call_start(e, &cr, job_done, jb);
 	}
@@ -225,19 +228,15 @@ load_row(void *arg, sqlite3_stmt *row)
 	const char *state = (const char *)sqlite3_column_text(row, 2);
 	const char *body = (const char *)sqlite3_column_text(row, 3);
 	struct job *jb;
-	int ri;
 
 	if (rid == NULL || route == NULL || state == NULL)
 		return 0;
-	ri = engine_route_index(j->e, route);
-	if (ri < 0) {
-		log_warn("jobs", "job %s names route %s, which no longer exists: left queued", rid,
+	if (engine_route_index(j->e, route) < 0)
+		log_warn("jobs", "job %s names route %s, which is not configured: it waits", rid,
 			 route);
-		return 0;
-	}
 	jb = xcalloc(1, sizeof *jb);
 	jb->owner = j;
-	jb->route = ri;
+	jb->route = xstrdup(route);
 	jb->request_id = xstrdup(rid);
 	jb->body = xstrdup(body ? body : "{}");
 	jb->tries = sqlite3_column_int(row, 4);
@@ -340,7 +339,7 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 
 	*response = NULL;
 	if (jb) {
-		*route = j->e->routes[jb->route].cfg->name;
+		*route = jb->route;
 		*state = job_state_names[jb->state];
 		return 0;
 	}
@@ -354,7 +353,7 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 		if (strcmp(sc.state, job_state_names[i]) == 0)
 			*state = job_state_names[i];
 	i = sc.route ? engine_route_index(j->e, sc.route) : -1;
-	*route = i >= 0 ? j->e->routes[i].cfg->name : "";
+	*route = i >= 0 ? j->e->routes[i].cfg->name : "(unconfigured)";
 	if (sc.response)
 		*response = cJSON_Parse(sc.response);
 	r = 0;
@@ -391,7 +390,7 @@ jobs_enqueue(struct jobs *j, int route, const char *request_id, const cJSON *bod
 	}
 	jb = xcalloc(1, sizeof *jb);
 	jb->owner = j;
-	jb->route = route;
+	jb->route = xstrdup(rname);
 	jb->request_id = xstrdup(request_id);
 	jb->body = text;
 	jb->state = JOB_QUEUED;

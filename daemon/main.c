@@ -90,6 +90,17 @@ raise_nofile(void)
 			 (unsigned long long)rl.rlim_cur);
 }
 
+static void
+reload_task(struct engine *e, void *arg)
+{
+	char *cause = NULL;
+
+	if (engine_reload_from_disk(e, &cause) != 0)
+		log_error("main", "SIGHUP: configuration refused, keeping the running one:\n%s",
+			  cause ? cause : "");
+	free(cause);
+}
+
 static int
 is_loopback(const char *host)
 {
@@ -110,6 +121,7 @@ main(int argc, char **argv)
 	const char *path = NULL;
 	int check = 0, ch, r, sig, rc = 1;
 	struct config *cfg = NULL;
+	const struct config *live; /* the start-up config, owned by the engine once created */
 	struct tokens *tokens = NULL;
 	struct store *st = NULL;
 	struct engine *eng = NULL;
@@ -184,20 +196,23 @@ main(int argc, char **argv)
 		log_error("main", "database %s: %s", cfg->database, cause ? cause : strerror(-r));
 		goto out;
 	}
+	live = cfg;
 	r = engine_create(cfg, st, &eng, &cause);
+	cfg = NULL; /* the engine owns it now, also on failure */
 	if (r != 0) {
 		log_error("main", "%s", cause ? cause : "engine failed");
 		goto out;
 	}
 	memset(&ho, 0, sizeof ho);
-	ho.host = cfg->listen_host;
-	ho.port = cfg->listen_port;
-	ho.max_body_bytes = cfg->max_body_bytes;
-	ho.max_connections = cfg->max_inflight + 1024;
+	ho.host = live->listen_host;
+	ho.port = live->listen_port;
+	ho.max_body_bytes = live->max_body_bytes;
+	ho.max_connections = live->max_inflight + 1024;
 	ho.conn_timeout_s = 30;
-	ho.callers_require_token = cfg->callers_require_token;
-	ho.metrics_public = cfg->metrics_public;
+	ho.callers_require_token = live->callers_require_token;
+	ho.metrics_public = live->metrics_public;
 	ho.tokens = tokens;
+	tokens = NULL; /* the HTTP server owns them */
 	if (engine_start(eng) != 0) {
 		log_error("main", "cannot start the engine thread");
 		goto out;
@@ -207,15 +222,17 @@ main(int argc, char **argv)
 		log_error("main", "%s", cause);
 		goto out;
 	}
-	printf("listening on %s:%d\n", cfg->listen_host, http_port(srv));
+	eng->srv = srv;
+	printf("listening on %s:%d\n", live->listen_host, http_port(srv));
 	fflush(stdout);
 	log_info("main", "fuseboxd %s up: %d backends, %d routes, database %s", FB_VERSION,
-		 cfg->nbackends, cfg->nroutes, cfg->database);
+		 live->nbackends, live->nroutes, live->database);
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;
 		if (sig == SIGHUP) {
-			log_warn("main", "SIGHUP: live reload is not implemented yet; restart to apply");
+			log_info("main", "SIGHUP: reloading the configuration");
+			engine_post(eng, reload_task, NULL);
 			continue;
 		}
 		log_info("main", "signal %d: draining", sig);
@@ -223,6 +240,9 @@ main(int argc, char **argv)
 	}
 	http_quiesce(srv);
 	engine_stop(eng);
+	/* The drained calls' answers are on their way out: let them leave. */
+	if (http_drain(srv, 5000) > 0)
+		log_warn("main", "exiting with requests still unanswered after 5 s");
 	rc = 0;
 out:
 	http_stop(srv);

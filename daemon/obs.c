@@ -210,7 +210,8 @@ named_inc(struct obs_named *tab, int *n, const char *name)
 }
 
 struct load_ctx {
-	struct obs *o;
+	const struct config *cfg;
+	struct obs_route *routes;
 	int64_t rows;
 };
 
@@ -218,15 +219,14 @@ static int
 load_row(void *arg, sqlite3_stmt *row)
 {
 	struct load_ctx *lc = arg;
-	struct obs *o = lc->o;
 	const unsigned char *name = sqlite3_column_text(row, 0);
 	uint32_t delta[SLO_FIELD__COUNT];
 	int i, route = -1;
 
 	if (name == NULL)
 		return 0;
-	for (i = 0; i < o->nroutes; i++) {
-		if (strcmp(route_name(o, i), (const char *)name) == 0) {
+	for (i = 0; i < lc->cfg->nroutes; i++) {
+		if (strcmp(lc->cfg->routes[i].name, (const char *)name) == 0) {
 			route = i;
 			break;
 		}
@@ -238,30 +238,85 @@ load_row(void *arg, sqlite3_stmt *row)
 
 		delta[i] = x < 0 ? 0 : x > UINT32_MAX ? UINT32_MAX : (uint32_t)x;
 	}
-	slo_ring_add(&o->routes[route].ring, sqlite3_column_int64(row, 1), delta);
+	slo_ring_add(&lc->routes[route].ring, sqlite3_column_int64(row, 1), delta);
 	lc->rows++;
 	return 0;
 }
 
+/*
+ * Load the last 30 days of slo_minutes into the rings of routes (indexed
+ * like cfg->routes): every route, or only the one named only. 0 or
+ * STORE_E_SQL with *cause.
+ */
 static int
-history_load(struct obs *o, int64_t now_wall_ms, char **cause)
+history_load(struct store_reader *rd, const struct config *cfg, struct obs_route *routes,
+	     const char *only, int64_t now_wall_ms, char **cause)
 {
-	struct load_ctx lc = {o, 0};
+	struct load_ctx lc = {cfg, routes, 0};
 	struct buf sql;
-	struct store_val v[1];
+	struct store_val v[2];
 	int i, ret;
 
 	buf_init(&sql, 4096);
 	buf_puts(&sql, "SELECT route, minute");
 	for (i = 0; i < SLO_FIELD__COUNT; i++)
 		buf_printf(&sql, ", %s", slo_field_column((enum slo_field)i));
-	buf_puts(&sql, " FROM slo_minutes WHERE minute >= ?1 ORDER BY minute");
+	buf_puts(&sql, " FROM slo_minutes WHERE minute >= ?1");
+	if (only != NULL)
+		buf_puts(&sql, " AND route = ?2");
+	buf_puts(&sql, " ORDER BY minute");
 	v[0] = SVI(slo_minute_of(now_wall_ms) - (int64_t)(SLO_MAX_MINUTES - 1) * SLO_MINUTE_MS);
-	ret = store_reader_query(o->rd, sql.data, v, 1, load_row, &lc, cause);
+	v[1] = SVT(only);
+	ret = store_reader_query(rd, sql.data, v, only != NULL ? 2 : 1, load_row, &lc, cause);
 	buf_free(&sql);
 	if (ret == 0)
-		log_info("obs", "loaded %lld slo minute rows", (long long)lc.rows);
+		log_info("obs", "loaded %lld slo minute rows%s%s", (long long)lc.rows,
+			 only ? " of route " : "", only ? only : "");
 	return ret;
+}
+
+/*
+ * The alert rules of cfg and their (inactive) alerts; sets each route's
+ * max_alert_min and warns about burn-rate pairs that can never fire.
+ */
+static int
+rules_setup(const struct config *cfg, struct obs_route *routes, struct alert_rule **rulesp,
+	    struct alert **alertsp)
+{
+	struct alert_rule *rules = NULL;
+	struct alert *alerts;
+	int i, n = alert_rules_build(cfg, &rules);
+
+	alerts = xcalloc((size_t)MAX(n, 1), sizeof *alerts);
+	for (i = 0; i < n; i++) {
+		struct alert_rule *r = &rules[i];
+
+		alert_init(&alerts[i], r);
+		routes[r->route].max_alert_min = MAX(routes[r->route].max_alert_min, r->window_min);
+		if (r->kind == ALERT_KIND_BURN && !r->reachable)
+			log_warn("obs",
+				 "route %s: burn-rate alert %s can never fire: %.1fx the error "
+				 "budget of a %g target exceeds a total outage (factor x (1 - "
+				 "target) > 1)",
+				 cfg->routes[r->route].name, r->name, r->threshold, r->target);
+	}
+	*rulesp = rules;
+	*alertsp = alerts;
+	return n;
+}
+
+/* <alertmanager>/api/v2/alerts, or NULL. */
+static char *
+am_url_make(const struct config *cfg)
+{
+	size_t n;
+
+	if (cfg->alertmanager_url == NULL)
+		return NULL;
+	n = strlen(cfg->alertmanager_url);
+	while (n > 0 && cfg->alertmanager_url[n - 1] == '/')
+		n--;
+	return xasprintf("%.*s/api/v2/alerts", (int)n, cfg->alertmanager_url);
 }
 
 static const char *
@@ -400,6 +455,20 @@ alerts_restore(struct obs *o, int64_t now_wall_ms)
 	}
 }
 
+/* Free the state of one route (a moved-out route is all zero: no-op). */
+static void
+route_state_free(struct obs_route *r)
+{
+	int j;
+
+	slo_ring_free(&r->ring);
+	for (j = 0; j <= OBS_MAX_NAMED; j++) {
+		free(r->degr[j].name);
+		free(r->vfail[j].name);
+	}
+	memset(r, 0, sizeof *r);
+}
+
 int
 obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int64_t now_wall_ms,
 	struct obs **out, char **cause)
@@ -420,25 +489,13 @@ obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int
 		slo_ring_init(&o->routes[i].ring);
 		o->routes[i].latency_ms = s->enabled ? s->latency_ms : 0;
 	}
-	o->nrules = alert_rules_build(cfg, &o->rules);
-	o->alerts = xcalloc((size_t)MAX(o->nrules, 1), sizeof *o->alerts);
-	for (i = 0; i < o->nrules; i++) {
-		struct alert_rule *r = &o->rules[i];
-		struct obs_route *rt = &o->routes[r->route];
-
-		alert_init(&o->alerts[i], r);
-		rt->max_alert_min = MAX(rt->max_alert_min, r->window_min);
-		if (r->kind == ALERT_KIND_BURN && !r->reachable)
-			log_warn("obs",
-				 "route %s: burn-rate alert %s can never fire: %.1fx the error "
-				 "budget of a %g target exceeds a total outage (factor x (1 - "
-				 "target) > 1)",
-				 route_name(o, r->route), r->name, r->threshold, r->target);
-	}
+	o->nrules = rules_setup(cfg, o->routes, &o->rules, &o->alerts);
 	if (rd != NULL) {
-		ret = history_load(o, now_wall_ms, cause);
-		if (ret != 0)
+		ret = history_load(rd, cfg, o->routes, NULL, now_wall_ms, cause);
+		if (ret != 0) {
+			ret = -EIO;
 			goto out;
+		}
 		alerts_restore(o, now_wall_ms);
 	}
 	if (cfg->alert_webhook != NULL || cfg->alertmanager_url != NULL) {
@@ -449,13 +506,7 @@ obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int
 			goto out;
 		}
 	}
-	if (cfg->alertmanager_url != NULL) {
-		size_t n = strlen(cfg->alertmanager_url);
-
-		while (n > 0 && cfg->alertmanager_url[n - 1] == '/')
-			n--;
-		o->am_url = xasprintf("%.*s/api/v2/alerts", (int)n, cfg->alertmanager_url);
-	}
+	o->am_url = am_url_make(cfg);
 	if (gethostname(o->instance, sizeof o->instance - 1) != 0)
 		snprintf(o->instance, sizeof o->instance, "localhost");
 	o->last_flush_ms = now_wall_ms;
@@ -469,28 +520,152 @@ out:
 void
 obs_free(struct obs *o)
 {
-	int i, j;
+	int i;
 
 	if (o == NULL)
 		return;
 	for (i = 0; i < o->nroutes; i++)
 		route_flush(o, i);
 	notify_free(o->notify, 2000);
-	for (i = 0; i < o->nroutes; i++) {
-		struct obs_route *r = &o->routes[i];
-
-		slo_ring_free(&r->ring);
-		for (j = 0; j <= OBS_MAX_NAMED; j++) {
-			free(r->degr[j].name);
-			free(r->vfail[j].name);
-		}
-	}
+	for (i = 0; i < o->nroutes; i++)
+		route_state_free(&o->routes[i]);
 	free(o->routes);
 	free(o->backends);
 	free(o->rules);
 	free(o->alerts);
 	free(o->am_url);
 	free(o);
+}
+
+int
+obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, char **cause)
+{
+	struct obs_route *nr = NULL;
+	struct obs_backend *nb = NULL;
+	struct alert_rule *nrules = NULL;
+	struct alert *nalerts = NULL;
+	struct notify *nn = NULL;
+	int *from = NULL;   /* per new route: the old index, or -1 */
+	char *taken = NULL; /* per old route / old alert: already moved */
+	int i, j, n, ret = 0;
+
+	if (o == NULL || ncfg == NULL)
+		return -EINVAL;
+	nr = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *nr);
+	from = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *from);
+	taken = xcalloc((size_t)MAX(MAX(o->nroutes, o->nrules), 1), 1);
+	for (i = 0; i < ncfg->nroutes; i++) {
+		from[i] = -1;
+		for (j = 0; j < o->nroutes; j++) {
+			if (!taken[j] && strcmp(route_name(o, j), ncfg->routes[i].name) == 0) {
+				from[i] = j;
+				taken[j] = 1;
+				break;
+			}
+		}
+		slo_ring_init(&nr[i].ring);
+	}
+	/* Everything that can fail comes first, so a failure changes nothing. */
+	for (i = 0; i < ncfg->nroutes && o->rd != NULL; i++) {
+		if (from[i] >= 0)
+			continue;
+		if (history_load(o->rd, ncfg, nr, ncfg->routes[i].name, now_wall_ms, cause) != 0) {
+			ret = -EIO;
+			goto out;
+		}
+	}
+	if (o->notify == NULL && (ncfg->alert_webhook != NULL || ncfg->alertmanager_url != NULL)) {
+		ret = notify_new(OBS_NOTIFY_QUEUE, &nn);
+		if (ret != 0) {
+			*cause = xasprintf("obs: cannot start the alert notifier: %s",
+					   strerror(-ret));
+			goto out;
+		}
+	}
+
+	/* Routes: unsaved minutes go out under the old names (same names when kept). */
+	for (j = 0; j < o->nroutes; j++)
+		route_flush(o, j);
+	for (i = 0; i < ncfg->nroutes; i++) {
+		const struct slo_cfg *s = &ncfg->routes[i].slo;
+
+		if (from[i] >= 0) {
+			slo_ring_free(&nr[i].ring);
+			nr[i] = o->routes[from[i]];
+			memset(&o->routes[from[i]], 0, sizeof o->routes[from[i]]);
+		}
+		nr[i].latency_ms = s->enabled ? s->latency_ms : 0;
+		nr[i].max_alert_min = 0;
+	}
+	/* Backends: by name. */
+	nb = xcalloc((size_t)MAX(ncfg->nbackends, 1), sizeof *nb);
+	for (i = 0; i < ncfg->nbackends; i++)
+		for (j = 0; j < o->nbackends; j++)
+			if (strcmp(o->cfg->backends[j].name, ncfg->backends[i].name) == 0) {
+				nb[i] = o->backends[j];
+				break;
+			}
+	/* Alerts: an episode continues when its rule (name, route) still exists. */
+	n = rules_setup(ncfg, nr, &nrules, &nalerts);
+	memset(taken, 0, (size_t)MAX(MAX(o->nroutes, o->nrules), 1));
+	for (i = 0; i < n; i++) {
+		const char *rname = ncfg->routes[nrules[i].route].name;
+
+		for (j = 0; j < o->nrules; j++) {
+			if (!taken[j] && strcmp(o->rules[j].name, nrules[i].name) == 0 &&
+			    strcmp(rule_route_name(o, &o->rules[j]), rname) == 0) {
+				nalerts[i] = o->alerts[j];
+				alert_rebind(&nalerts[i], &nrules[i]);
+				taken[j] = 1;
+				break;
+			}
+		}
+	}
+	for (j = 0; j < o->nrules; j++) {
+		const struct alert_rule *r = &o->rules[j];
+		char detail[256];
+
+		if (taken[j] || !alert_is_active(&o->alerts[j]))
+			continue;
+		snprintf(detail, sizeof detail, "%s: %s -> resolved (rule no longer configured)",
+			 r->name, alert_state_name(o->alerts[j].state));
+		log_info("alerts", "%s/%s", rule_route_name(o, r), detail);
+		alert_store_row(o, r->name, rule_route_name(o, r), severity_name(r->severity),
+				"resolved", NAN, r->threshold, now_wall_ms);
+		event_row(o, now_wall_ms, rule_route_name(o, r), detail);
+	}
+
+	for (j = 0; j < o->nroutes; j++)
+		route_state_free(&o->routes[j]);
+	free(o->routes);
+	free(o->backends);
+	free(o->rules);
+	free(o->alerts);
+	free(o->am_url);
+	o->routes = nr;
+	o->nroutes = ncfg->nroutes;
+	o->backends = nb;
+	o->nbackends = ncfg->nbackends;
+	o->rules = nrules;
+	o->alerts = nalerts;
+	o->nrules = n;
+	o->am_url = am_url_make(ncfg);
+	if (nn != NULL)
+		o->notify = nn;
+	o->cfg = ncfg;
+	nr = NULL;
+	nn = NULL;
+	log_info("obs", "reconfigured: %d routes, %d alert rules", o->nroutes, o->nrules);
+out:
+	if (nr != NULL) {
+		for (i = 0; i < ncfg->nroutes; i++)
+			route_state_free(&nr[i]);
+		free(nr);
+	}
+	notify_free(nn, 0);
+	free(from);
+	free(taken);
+	return ret;
 }
 
 void

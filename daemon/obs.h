@@ -47,6 +47,13 @@ void obs_call(struct obs *o, const struct call_obs *c);
 void obs_attempt(struct obs *o, const struct attempt_obs *a);
 void obs_degradation(struct obs *o, int route, const char *reason);
 void obs_validation_failure(struct obs *o, int route, const char *stage);
+/*
+ * After a reload: the same obs for ncfg (borrowed, outlives the obs);
+ * routes, backends and alert episodes are matched by name, counters carry
+ * over, SLO history is reloaded from slo_minutes. 0 or -errno with *cause
+ * (then nothing changed).
+ */
+int obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, char **cause);
 /* Once a second from the engine cron: roll minutes, persist, evaluate alerts. */
 void obs_tick(struct obs *o, int64_t now_wall_ms);
 

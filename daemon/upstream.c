@@ -118,6 +118,19 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	return out;
 }
 
+/*
+ * A usage count as the upstream sent it: untrusted, so anything but a
+ * number in [0, 1e15] is unknown (-1). The bound keeps the double-to-int64
+ * conversion defined and the sums of two counts from overflowing.
+ */
+static int64_t
+usage_tokens(const cJSON *v)
+{
+	if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1e15))
+		return -1;
+	return (int64_t)v->valuedouble;
+}
+
 int
 upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
 {
@@ -146,10 +159,8 @@ upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
 	usage = cJSON_GetObjectItemCaseSensitive(o, "usage");
 	pt = usage ? cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens") : NULL;
 	ct = usage ? cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens") : NULL;
-	if (cJSON_IsNumber(pt))
-		out->prompt_tokens = (int64_t)pt->valuedouble;
-	if (cJSON_IsNumber(ct))
-		out->completion_tokens = (int64_t)ct->valuedouble;
+	out->prompt_tokens = usage_tokens(pt);
+	out->completion_tokens = usage_tokens(ct);
 	r = 0;
 out:
 	cJSON_Delete(o);

@@ -67,7 +67,7 @@ int upstream_chunk_delta(const char *payload, size_t len, char **content, int *f
 struct upstream_reply {
 	char *content; /* choices[0].message.content (owned), "" when null */
 	int64_t prompt_tokens;
-	int64_t completion_tokens; /* -1 when usage is absent */
+	int64_t completion_tokens; /* -1 when usage is absent; either count -1 when not in [0, 1e15] */
 };
 
 /* Parse a chat.completion body. 0 or UPSTREAM_E_INVALID. */

@@ -19,6 +19,10 @@ struct itd {
 	char base[64]; /* "http://127.0.0.1:PORT" of fuseboxd */
 };
 
+/* config with @MOCK@ and @DB@ replaced for t (new string). */
+char *itd_render(const struct itd *t, const char *config);
+/* Overwrite the daemon's config file with config (rendered). 0 or -errno. */
+int itd_write_config(struct itd *t, const char *config);
 /* Start mock + daemon. 0 or -errno. */
 int itd_start(struct itd *t, const char *config);
 /* Start only the daemon again on the same folder and mock (after itd_kill_daemon). */

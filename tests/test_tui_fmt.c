@@ -134,7 +134,7 @@ END_TEST
 
 START_TEST(test_spark)
 {
-	float v[] = { 0, 1, 2, 3, 4, 5, 6, 7 }, gaps[] = { 1, NAN, 1 };
+	float v[] = {0, 1, 2, 3, 4, 5, 6, 7}, gaps[] = {1, NAN, 1};
 	char out[128];
 
 	utf8_mode();
@@ -158,7 +158,7 @@ START_TEST(test_spark)
 	/* ASCII fallback (locale not UTF-8) */
 	fmt_set_ascii(1);
 	{
-		float r[] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+		float r[] = {0, 1, 2, 3, 4, 5, 6, 7};
 
 		fmt_spark(out, sizeof out, r, 8, 8, 0, 7);
 		ck_assert_str_eq(out, "_.-:=+*#");
@@ -239,9 +239,10 @@ tui_fmt_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "width", test_width }, { "fit", test_fit },	  { "wrap", test_wrap },
-		{ "numbers", test_numbers }, { "spark", test_spark }, { "bar", test_bar },
-		{ "parse", test_parse },   { "utf8_codec", test_utf8_codec },
+		{"width", test_width}, {"fit", test_fit},
+		{"wrap", test_wrap},   {"numbers", test_numbers},
+		{"spark", test_spark}, {"bar", test_bar},
+		{"parse", test_parse}, {"utf8_codec", test_utf8_codec},
 	};
 	Suite *s = suite_create("tui_fmt");
 	TCase *tc;

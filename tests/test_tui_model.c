@@ -154,7 +154,8 @@ END_TEST
 START_TEST(test_parse_reviews)
 {
 	static const char list[] =
-		"{\"items\":[{\"id\":5,\"route\":\"intent\",\"priority\":\"low\",\"state\":\"pending\","
+		"{\"items\":[{\"id\":5,\"route\":\"intent\",\"priority\":\"low\",\"state\":"
+		"\"pending\","
 		"\"due_at\":\"2026-11-30T14:00:00Z\",\"input\":\"我要退款\",\"raw_output\":\"x\","
 		"\"result\":{\"intent\":\"refund\"},\"confidence\":0.6,\"alt_result\":null},"
 		"{\"id\":9,\"route\":\"intent\",\"priority\":\"high\",\"state\":\"claimed\","
@@ -183,7 +184,8 @@ START_TEST(test_parse_reviews)
 	ck_assert(isnan(r->v[2].confidence));
 	reviews_free(r);
 
-	ck_assert_int_eq(model_parse_reviews("{\"id\":4,\"state\":\"approved\"}", 29, 1, &r, &cause), 0);
+	ck_assert_int_eq(
+		model_parse_reviews("{\"id\":4,\"state\":\"approved\"}", 29, 1, &r, &cause), 0);
 	ck_assert_int_eq(r->n, 1);
 	ck_assert_int_eq(r->v[0].id, 4);
 	ck_assert_str_eq(r->v[0].state, "approved");
@@ -227,7 +229,7 @@ END_TEST
 
 START_TEST(test_history)
 {
-	struct history h = { 0 };
+	struct history h = {0};
 	const struct hist_series *s;
 	float out[HIST_LEN];
 	int i, n;
@@ -262,7 +264,7 @@ END_TEST
 
 START_TEST(test_weights_step)
 {
-	int cur[] = { 95, 5 }, out[3], three[] = { 50, 50, 0 }, zero[] = { 0, 0 };
+	int cur[] = {95, 5}, out[3], three[] = {50, 50, 0}, zero[] = {0, 0};
 
 	/* canary up the ladder: 5 -> 10, primary takes the rest */
 	ck_assert_int_eq(weights_step(cur, 2, 1, 1, out), 0);
@@ -300,7 +302,7 @@ END_TEST
 
 START_TEST(test_filter)
 {
-	const char *const f[] = { "intent", "alice", NULL };
+	const char *const f[] = {"intent", "alice", NULL};
 
 	ck_assert_int_eq(filter_match("", f), 1);
 	ck_assert_int_eq(filter_match(NULL, f), 1);
@@ -312,7 +314,8 @@ END_TEST
 
 START_TEST(test_client_pure)
 {
-	static const char body[] = "{\"error\":{\"code\":\"forbidden\",\"message\":\"role viewer\"}}";
+	static const char body[] =
+		"{\"error\":{\"code\":\"forbidden\",\"message\":\"role viewer\"}}";
 	char path[] = "/tmp/fusebox-tui-token-XXXXXX", *token = NULL, *cause = NULL, *t;
 	FILE *fp;
 	int fd, role;
@@ -366,15 +369,11 @@ tui_model_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "parse_state", test_parse_state },
-		{ "breaker_names", test_breaker_names },
-		{ "parse_slo_alerts", test_parse_slo_alerts },
-		{ "parse_reviews", test_parse_reviews },
-		{ "events_ring", test_events_ring },
-		{ "history", test_history },
-		{ "weights_step", test_weights_step },
-		{ "filter", test_filter },
-		{ "client_pure", test_client_pure },
+		{"parse_state", test_parse_state},	     {"breaker_names", test_breaker_names},
+		{"parse_slo_alerts", test_parse_slo_alerts}, {"parse_reviews", test_parse_reviews},
+		{"events_ring", test_events_ring},	     {"history", test_history},
+		{"weights_step", test_weights_step},	     {"filter", test_filter},
+		{"client_pure", test_client_pure},
 	};
 	Suite *s = suite_create("tui_model");
 	TCase *tc;

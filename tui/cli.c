@@ -138,8 +138,7 @@ cli_usage(FILE *fp)
 	      fp);
 }
 
-static int
-usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int
 usage_error(const char *fmt, ...)
@@ -196,7 +195,8 @@ args_parse(int argc, char **argv, const char *const *takes, const char *const *f
 								   takes[k]);
 					a->opt[k] = argv[++i];
 					matched = 1;
-				} else if (strncmp(argv[i], takes[k], n) == 0 && argv[i][n] == '=') {
+				} else if (strncmp(argv[i], takes[k], n) == 0 &&
+					   argv[i][n] == '=') {
 					a->opt[k] = argv[i] + n + 1;
 					matched = 1;
 				}
@@ -281,7 +281,7 @@ verb_status(struct client *c, int json, int argc, char **argv)
 	struct state_v *s = NULL;
 	struct args a;
 	char up[32];
-	int rc, i, lv[4] = { 0 }, forced = 0, bs[6] = { 0 };
+	int rc, i, lv[4] = {0}, forced = 0, bs[6] = {0};
 
 	if ((rc = args_parse(argc, argv, NULL, NULL, &a)) != 0 || a.npos != 0)
 		return rc ? rc : usage_error("status takes no arguments");
@@ -342,8 +342,8 @@ forced_text(const struct route_v *r, char *out, size_t outsz)
 static int
 verb_routes(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const titles[] = { "ROUTE", "LEVEL", "AUTO",	   "RPS",   "P50",
-					      "P99",   "REVIEW", "TARGETS", "FORCED" };
+	static const char *const titles[] = {"ROUTE", "LEVEL",	"AUTO",	   "RPS",   "P50",
+					     "P99",   "REVIEW", "TARGETS", "FORCED"};
 	struct client_resp resp;
 	struct state_v *s = NULL;
 	struct table *t;
@@ -363,7 +363,7 @@ verb_routes(struct client *c, int json, int argc, char **argv)
 	t = table_new(9, titles, "   rrrr  ");
 	for (i = 0; i < s->nroutes; i++) {
 		const struct route_v *r = &s->routes[i];
-		const char *cells[] = { r->name, lvl, al, rps, p50, p99, rev, tg, fo };
+		const char *cells[] = {r->name, lvl, al, rps, p50, p99, rev, tg, fo};
 
 		snprintf(lvl, sizeof lvl, "L%d", r->level);
 		snprintf(al, sizeof al, "L%d", r->auto_level);
@@ -389,9 +389,9 @@ out:
 static int
 verb_breakers(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const titles[] = { "BACKEND", "STATE",    "FAIL%",  "SLOW%",
-					      "CALLS",	 "HALF-OPEN", "INFLIGHT", "HEALTH",
-					      "LAST TRANSITION" };
+	static const char *const titles[] = {"BACKEND",	 "STATE",  "FAIL%",
+					     "SLOW%",	 "CALLS",  "HALF-OPEN",
+					     "INFLIGHT", "HEALTH", "LAST TRANSITION"};
 	struct client_resp resp;
 	struct state_v *s = NULL;
 	struct table *t;
@@ -412,8 +412,7 @@ verb_breakers(struct client *c, int json, int argc, char **argv)
 	t = table_new(9, titles, "  rrrrrr ");
 	for (i = 0; i < s->nbackends; i++) {
 		const struct backend_v *b = &s->backends[i];
-		const char *cells[] = { b->name, b->state, fail, slow, calls,
-					ho,	 inf,	   health, last };
+		const char *cells[] = {b->name, b->state, fail, slow, calls, ho, inf, health, last};
 
 		fmt_pct(fail, sizeof fail, b->failure_rate, 1);
 		fmt_pct(slow, sizeof slow, b->slow_call_rate, 1);
@@ -445,9 +444,9 @@ out:
 static int
 verb_reviews(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--state", "--route", "--limit", NULL };
-	static const char *const titles[] = { "ID",	"ROUTE",      "PRIORITY", "STATE",
-					      "DUE IN", "REASON",     "CONFIDENCE", "INPUT" };
+	static const char *const takes[] = {"--state", "--route", "--limit", NULL};
+	static const char *const titles[] = {"ID",     "ROUTE",	 "PRIORITY",   "STATE",
+					     "DUE IN", "REASON", "CONFIDENCE", "INPUT"};
 	struct client_resp resp;
 	struct reviews_v *rv = NULL;
 	struct table *t;
@@ -487,8 +486,8 @@ verb_reviews(struct client *c, int json, int argc, char **argv)
 	t = table_new(8, titles, "r   r r ");
 	for (i = 0; i < rv->n; i++) {
 		const struct review_v *r = &rv->v[i];
-		const char *cells[] = { id, r->route, r->priority, r->state, due, r->reason, conf,
-					r->input ? r->input : "" };
+		const char *cells[] = {id,  r->route,  r->priority, r->state,
+				       due, r->reason, conf,	    r->input ? r->input : ""};
 
 		snprintf(id, sizeof id, "%lld", (long long)r->id);
 		if (r->due_at > 0)
@@ -514,8 +513,8 @@ out:
 static void
 print_slo_route(const struct slo_route_v *r)
 {
-	static const char *const titles[] = { "WINDOW",	 "TOTAL",   "SERVICE", "SMART",
-					      "LATENCY", "TIMEOUT", "RETRY",   "FORMAT" };
+	static const char *const titles[] = {"WINDOW",	"TOTAL",   "SERVICE", "SMART",
+					     "LATENCY", "TIMEOUT", "RETRY",   "FORMAT"};
 	struct table *t = table_new(8, titles, " rrrrrrr");
 	char tot[24], sv[16], sm[16], lat[16], to[16], re[16], fv[16], l[16], b1[16], b2[16];
 	char o1[16], o2[16], o3[16];
@@ -528,7 +527,7 @@ print_slo_route(const struct slo_route_v *r)
 	printf("%s: objectives service %s, smart %s, latency %s for %s\n", r->route, o1, o2, l, o3);
 	for (i = 0; i < SLO_NWIN; i++) {
 		const struct slo_window_v *w = &r->w[i];
-		const char *cells[] = { model_slo_windows[i], tot, sv, sm, lat, to, re, fv };
+		const char *cells[] = {model_slo_windows[i], tot, sv, sm, lat, to, re, fv};
 
 		if (!w->present)
 			continue;
@@ -598,8 +597,8 @@ out:
 static int
 verb_alerts(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const titles[] = { "ID",	"RULE",	 "ROUTE",     "SEVERITY",
-					      "STATE", "VALUE", "THRESHOLD", "SINCE" };
+	static const char *const titles[] = {"ID",    "RULE",  "ROUTE",	    "SEVERITY",
+					     "STATE", "VALUE", "THRESHOLD", "SINCE"};
 	struct client_resp resp;
 	struct alerts_v *al = NULL;
 	struct table *t;
@@ -625,7 +624,8 @@ verb_alerts(struct client *c, int json, int argc, char **argv)
 	t = table_new(8, titles, "r    rr ");
 	for (i = 0; i < al->n; i++) {
 		const struct alert_v *x = &al->v[i];
-		const char *cells[] = { x->id, x->rule, x->route, x->severity, x->state, v, th, since };
+		const char *cells[] = {x->id,	 x->rule, x->route, x->severity,
+				       x->state, v,	  th,	    since};
 
 		snprintf(v, sizeof v, isnan(x->value) ? "-" : "%.4g", x->value);
 		snprintf(th, sizeof th, isnan(x->threshold) ? "-" : "%.4g", x->threshold);
@@ -657,7 +657,7 @@ print_events(const struct events_v *e, struct table *t)
 
 	for (i = 0; i < e->n; i++) {
 		const struct event_v *v = &e->v[i];
-		const char *cells[] = { id, at, v->kind, v->subject, v->detail ? v->detail : "" };
+		const char *cells[] = {id, at, v->kind, v->subject, v->detail ? v->detail : ""};
 
 		snprintf(id, sizeof id, "%lld", (long long)v->id);
 		rfc3339(v->at, at, sizeof at);
@@ -674,9 +674,9 @@ print_events(const struct events_v *e, struct table *t)
 static int
 verb_events(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--after", "--limit", NULL };
-	static const char *const flags[] = { "--follow", "-f", NULL };
-	static const char *const titles[] = { "ID", "AT", "KIND", "SUBJECT", "DETAIL" };
+	static const char *const takes[] = {"--after", "--limit", NULL};
+	static const char *const flags[] = {"--follow", "-f", NULL};
+	static const char *const titles[] = {"ID", "AT", "KIND", "SUBJECT", "DETAIL"};
 	struct client_resp resp;
 	struct events_v *e = NULL;
 	struct event_ring ring;
@@ -739,7 +739,7 @@ verb_events(struct client *c, int json, int argc, char **argv)
 		printf("%s\n", text);
 		cJSON_free(text);
 	} else {
-		struct events_v view = { 0 };
+		struct events_v view = {0};
 
 		t = table_new(5, titles, "r    ");
 		view.v = xcalloc((size_t)ring.n + 1, sizeof *view.v);
@@ -833,7 +833,7 @@ print_route_answer(const struct client_resp *resp)
 static int
 verb_level(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--reason", "--ttl", NULL };
+	static const char *const takes[] = {"--reason", "--ttl", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o = NULL;
@@ -881,23 +881,25 @@ verb_weights(struct client *c, int json, int argc, char **argv)
 {
 	struct client_resp resp;
 	struct args a;
-	cJSON *o, *w;
-	char path[512], name[256], *seg, *body, *eq;
+	cJSON *o = NULL, *w;
+	char path[512], name[256], *seg = NULL, *body = NULL, *eq;
 	int64_t v;
 	int rc, i;
 
 	if ((rc = args_parse(argc, argv, NULL, NULL, &a)) != 0)
-		return rc;
-	if (a.npos < 2)
-		return usage_error("usage: weights ROUTE BACKEND=WEIGHT [BACKEND=WEIGHT ...]");
+		goto out;
+	if (a.npos < 2) {
+		rc = usage_error("usage: weights ROUTE BACKEND=WEIGHT [BACKEND=WEIGHT ...]");
+		goto out;
+	}
 	o = cJSON_CreateObject();
 	w = cJSON_AddObjectToObject(o, "weights");
 	for (i = 1; i < a.npos; i++) {
 		eq = strchr(a.pos[i], '=');
 		if (eq == NULL || eq == a.pos[i] || (size_t)(eq - a.pos[i]) >= sizeof name ||
 		    parse_int64(eq + 1, &v) != 0) {
-			cJSON_Delete(o);
-			return usage_error("weights: \"%s\" is not BACKEND=WEIGHT", a.pos[i]);
+			rc = usage_error("weights: \"%s\" is not BACKEND=WEIGHT", a.pos[i]);
+			goto out;
 		}
 		memcpy(name, a.pos[i], (size_t)(eq - a.pos[i]));
 		name[eq - a.pos[i]] = '\0';
@@ -911,6 +913,7 @@ verb_weights(struct client *c, int json, int argc, char **argv)
 		rc = json ? (print_json(&resp), CLI_OK) : print_route_answer(&resp);
 		client_resp_free(&resp);
 	}
+out:
 	free(seg);
 	cJSON_free(body);
 	cJSON_Delete(o);
@@ -920,7 +923,7 @@ verb_weights(struct client *c, int json, int argc, char **argv)
 static int
 verb_breaker(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--reason", NULL };
+	static const char *const takes[] = {"--reason", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o, *ans;
@@ -973,7 +976,7 @@ verb_breaker(struct client *c, int json, int argc, char **argv)
 static int
 verb_review(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--note", NULL };
+	static const char *const takes[] = {"--note", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o = NULL, *result = NULL, *ans;
@@ -984,48 +987,57 @@ verb_review(struct client *c, int json, int argc, char **argv)
 	int rc;
 
 	if ((rc = args_parse(argc, argv, takes, NULL, &a)) != 0)
-		return rc;
-	if (a.npos < 2 || parse_int64(a.pos[0], &id) != 0)
-		return usage_error("usage: review ID approve|reject|correct JSON [--note N]");
+		goto out;
+	if (a.npos < 2 || parse_int64(a.pos[0], &id) != 0) {
+		rc = usage_error("usage: review ID approve|reject|correct JSON [--note N]");
+		goto out;
+	}
 	verdict = a.pos[1];
 	if (strcmp(verdict, "correct") == 0) {
-		if (a.npos != 3)
-			return usage_error("review: correct needs the corrected result as JSON");
+		if (a.npos != 3) {
+			rc = usage_error("review: correct needs the corrected result as JSON");
+			goto out;
+		}
 		result = cJSON_Parse(a.pos[2]);
 		if (!cJSON_IsObject(result)) {
-			cJSON_Delete(result);
-			return usage_error("review: the correction is not a JSON object: %s",
-					   a.pos[2]);
+			rc = usage_error("review: the correction is not a JSON object: %s",
+					 a.pos[2]);
+			goto out;
 		}
 	} else if (strcmp(verdict, "approve") != 0 && strcmp(verdict, "reject") != 0) {
-		return usage_error("review: approve, reject or correct (got \"%s\")", verdict);
+		rc = usage_error("review: approve, reject or correct (got \"%s\")", verdict);
+		goto out;
 	} else if (a.npos != 2) {
-		return usage_error("review: %s takes no JSON", verdict);
+		rc = usage_error("review: %s takes no JSON", verdict);
+		goto out;
 	}
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "verdict", verdict);
 	if (result != NULL)
 		cJSON_AddItemToObject(o, "result", result);
+	result = NULL;
 	if (a.opt[0] != NULL)
 		cJSON_AddStringToObject(o, "note", a.opt[0]);
 	body = cJSON_PrintUnformatted(o);
 	snprintf(path, sizeof path, "/v1/reviews/%lld/decision", (long long)id);
 	rc = request(c, "POST", path, body, CONTROL_TIMEOUT_MS, &resp);
-	if (rc == 0) {
-		if (json) {
-			print_json(&resp);
-		} else {
-			ans = cJSON_ParseWithLength(resp.body, resp.len);
-			st = cJSON_GetObjectItemCaseSensitive(ans, "state");
-			printf("review %lld: %s\n", (long long)id,
-			       cJSON_IsString(st)		 ? st->valuestring :
-			       strcmp(verdict, "approve") == 0 ? "approved" :
-			       strcmp(verdict, "reject") == 0  ? "rejected" :
-								 "corrected");
-			cJSON_Delete(ans);
-		}
-		client_resp_free(&resp);
+	if (rc != 0)
+		goto out;
+	if (json) {
+		print_json(&resp);
+	} else {
+		ans = cJSON_ParseWithLength(resp.body, resp.len);
+		st = cJSON_GetObjectItemCaseSensitive(ans, "state");
+		printf("review %lld: %s\n", (long long)id,
+		       cJSON_IsString(st)		 ? st->valuestring
+		       : strcmp(verdict, "approve") == 0 ? "approved"
+		       : strcmp(verdict, "reject") == 0	 ? "rejected"
+							 : "corrected");
+		cJSON_Delete(ans);
 	}
+	client_resp_free(&resp);
+out:
+	cJSON_Delete(result);
 	cJSON_free(body);
 	cJSON_Delete(o);
 	return rc;
@@ -1034,7 +1046,7 @@ verb_review(struct client *c, int json, int argc, char **argv)
 static int
 verb_call(struct client *c, int json, int argc, char **argv)
 {
-	static const char *const takes[] = { "--budget", NULL };
+	static const char *const takes[] = {"--budget", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o, *ans = NULL;
@@ -1081,13 +1093,15 @@ verb_call(struct client *c, int json, int argc, char **argv)
 			    *el = cJSON_GetObjectItemCaseSensitive(ans, "elapsed_ms"),
 			    *rv = cJSON_GetObjectItemCaseSensitive(ans, "review");
 
-		printf("source %s  backend %s  level %d  reason %s  review %s  attempts %d  %d ms\n",
+		printf("source %s  backend %s  level %d  reason %s  review %s  attempts %d  %d "
+		       "ms\n",
 		       cJSON_IsString(src) ? src->valuestring : "-",
 		       cJSON_IsString(be) ? be->valuestring : "-",
 		       cJSON_IsNumber(lv) ? lv->valueint : -1,
 		       cJSON_IsString(rs) ? rs->valuestring : "-",
 		       cJSON_IsString(rv) ? rv->valuestring : "-",
-		       cJSON_IsNumber(at) ? at->valueint : 0, cJSON_IsNumber(el) ? el->valueint : 0);
+		       cJSON_IsNumber(at) ? at->valueint : 0,
+		       cJSON_IsNumber(el) ? el->valueint : 0);
 	}
 done:
 	client_resp_free(&resp);
@@ -1104,10 +1118,10 @@ static const struct verb {
 	const char *name;
 	int (*run)(struct client *c, int json, int argc, char **argv);
 } verbs[] = {
-	{ "status", verb_status },   { "routes", verb_routes }, { "breakers", verb_breakers },
-	{ "reviews", verb_reviews }, { "slo", verb_slo },	{ "alerts", verb_alerts },
-	{ "events", verb_events },   { "level", verb_level },	{ "weights", verb_weights },
-	{ "breaker", verb_breaker }, { "review", verb_review }, { "call", verb_call },
+	{"status", verb_status},   {"routes", verb_routes}, {"breakers", verb_breakers},
+	{"reviews", verb_reviews}, {"slo", verb_slo},	    {"alerts", verb_alerts},
+	{"events", verb_events},   {"level", verb_level},   {"weights", verb_weights},
+	{"breaker", verb_breaker}, {"review", verb_review}, {"call", verb_call},
 };
 
 int

@@ -289,8 +289,8 @@ int
 client_token_resolve(const char *flag_file, char **token, int *role, const char **source,
 		     char **cause)
 {
-	static const char *const daemon_files[] = { "/etc/fusebox/tokens",
-						    "/var/lib/fusebox/tokens" };
+	static const char *const daemon_files[] = {"/etc/fusebox/tokens",
+						   "/var/lib/fusebox/tokens"};
 	const char *env;
 	char *ignored = NULL;
 	size_t i;

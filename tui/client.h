@@ -10,8 +10,8 @@
 
 #include "util.h"
 
-#define CLIENT_BODY_MAX	   (16 * 1024 * 1024) /* ceiling of an answer body */
-#define CLIENT_DEFAULT_URL "http://127.0.0.1:7700"
+#define CLIENT_BODY_MAX	    (16 * 1024 * 1024) /* ceiling of an answer body */
+#define CLIENT_DEFAULT_URL  "http://127.0.0.1:7700"
 #define CLIENT_ROLE_UNKNOWN (-1)
 
 enum client_e {
@@ -21,7 +21,7 @@ enum client_e {
 struct client {
 	char base[512]; /* "http://host:port", no trailing slash */
 	char *token;	/* owned secret, NULL: no Authorization header */
-	int role;	/* enum role (tokens.h) when the token file said, else CLIENT_ROLE_UNKNOWN */
+	int role; /* enum role (tokens.h) when the token file said, else CLIENT_ROLE_UNKNOWN */
 };
 
 /* One transfer's resources (fetch.c keeps several on a multi handle). */

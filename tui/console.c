@@ -11,7 +11,7 @@
  * one doupdate(). clear() is never called, so ncurses' diff against what
  * the terminal shows sends only the changed cells: no flicker.
  *
- * Disconnected: when the state poll gets no HTTP answer, the status row
+ * Disconnected: when the state poll receives no HTTP answer, the status row
  * says "disconnected, retrying" and the last data are drawn greyed; polls
  * keep going every second and the first answer brings the colours back.
  */
@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 #define REQUEST_TIMEOUT_MS 800
 #define EVENTS_KEPT	   2000
 #define MSG_TTL_MS	   30000
+#define COALESCE_MS	   15
 
 static const struct screen *const screens[SCR__COUNT] = {
 	[SCR_OVERVIEW] = &screen_overview, [SCR_BREAKERS] = &screen_breakers,
@@ -74,9 +76,10 @@ int
 console_can_operate(struct console *c)
 {
 	if (c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER) {
-		console_msg(c, 1,
-			    "read-only: this token is a %s's; operator actions need an operator token",
-			    role_name((enum role)c->cli->role));
+		console_msg(
+			c, 1,
+			"read-only: this token is a %s's; operator actions need an operator token",
+			role_name((enum role)c->cli->role));
 		return 0;
 	}
 	return 1;
@@ -145,8 +148,8 @@ action_answer(struct console *c, struct fetch_result *r)
 	if (r->body != NULL && strstr(r->body, "\"targets\"") != NULL &&
 	    model_parse_route(r->body, r->len, &rv, &cause) == 0) {
 		if (rv.forced)
-			console_msg(c, 0, "%s: done (%ld): %s now L%d, forced by %s", what, r->status,
-				    rv.name, rv.level, rv.forced_actor);
+			console_msg(c, 0, "%s: done (%ld): %s now L%d, forced by %s", what,
+				    r->status, rv.name, rv.level, rv.forced_actor);
 		else
 			console_msg(c, 0, "%s: done (%ld): %s now L%d (auto)", what, r->status,
 				    rv.name, rv.level);
@@ -264,7 +267,8 @@ draw_status(struct console *c)
 
 	if (!c->connected && c->ep[FETCH_STATE].seen) {
 		fmt_duration(down, sizeof down, c->now_mono - c->down_since, 0);
-		snprintf(line, sizeof line, " disconnected, retrying (%s): %s", down, err ? err : "");
+		snprintf(line, sizeof line, " disconnected, retrying (%s): %s", down,
+			 err ? err : "");
 		ui_put(1, 0, COLS, C_STATUS_BAD, line, FMT_PAD);
 		return;
 	}
@@ -303,7 +307,8 @@ draw_footer(struct console *c, int *cy, int *cx)
 		enum colour col = c->msg_err ? C_MSG_ERR : C_MSG_OK;
 
 		/* A long answer (a daemon's 400 message) takes the row above too. */
-		if (fmt_width(c->msg) > COLS && LINES > 4 && fmt_wrap(&p, COLS, first, sizeof first)) {
+		if (fmt_width(c->msg) > COLS && LINES > 4 &&
+		    fmt_wrap(&p, COLS, first, sizeof first)) {
 			ui_put(y - 1, 0, COLS, col, first, FMT_PAD);
 			ui_put(y, 0, COLS, col, p, FMT_PAD);
 		} else {
@@ -368,6 +373,8 @@ key(struct console *c, int k)
 {
 	enum next nx;
 
+	if (k == FK(KEY_RESIZE))
+		return; /* ncurses has resized stdscr; the next draw fills it */
 	c->now_wall = clock_wall_ms();
 	c->now_mono = clock_mono_ms();
 	if (c->form.active) {
@@ -450,6 +457,15 @@ key(struct console *c, int k)
 	}
 }
 
+static volatile sig_atomic_t console_stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	console_stop = 1;
+}
+
 static int
 read_key(int *k)
 {
@@ -470,6 +486,7 @@ console_run(struct client *cli)
 	struct console c;
 	struct fetch_result *res, *r;
 	struct pollfd pfd[2];
+	struct sigaction sa;
 	char *cause = NULL;
 	const char *nc = getenv("NO_COLOR");
 	int rc = 0, i, k, wait_ms;
@@ -478,7 +495,8 @@ console_run(struct client *cli)
 	c.cli = cli;
 	c.connected = 1;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "fusebox: the console needs a terminal (or give a verb; see --help)\n");
+		fprintf(stderr,
+			"fusebox: the console needs a terminal (or give a verb; see --help)\n");
 		return 1;
 	}
 	c.utf8 = fmt_locale_utf8();
@@ -508,16 +526,29 @@ console_run(struct client *cli)
 			screens[i]->init(&c);
 	console_switch(&c, SCR_OVERVIEW);
 
+	/* ^C, SIGTERM, SIGHUP: leave through endwin(), not with the terminal in raw mode. */
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	pfd[0].fd = STDIN_FILENO;
 	pfd[0].events = POLLIN;
 	pfd[1].fd = fetch_fd(c.fetch);
 	pfd[1].events = POLLIN;
 	draw(&c);
-	while (!c.quit) {
+	while (!c.quit && !console_stop) {
 		/* Wake at the next wall-clock second at the latest: countdowns move. */
 		wait_ms = 1000 - (int)(clock_wall_ms() % 1000) + 5;
 		if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
 			break;
+		/*
+		 * The answers of one tick arrive a few ms apart: when only the
+		 * fetch pipe woke us, give its siblings a moment so that one
+		 * tick costs one redraw. Keys end the wait at once.
+		 */
+		if ((pfd[1].revents & POLLIN) && !(pfd[0].revents & POLLIN))
+			poll(pfd, 1, COALESCE_MS);
 		res = fetch_take(c.fetch);
 		while ((r = res) != NULL) {
 			res = r->next;

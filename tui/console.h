@@ -40,10 +40,10 @@ struct screen {
 enum { SCR_OVERVIEW, SCR_BREAKERS, SCR_REVIEWS, SCR_SLO, SCR_ROUTES, SCR_EVENTS, SCR__COUNT };
 
 struct endpoint_status {
-	int seen;	/* an answer (or failure) arrived */
-	int ok;		/* the last one was a parsed 2xx */
-	long status;	/* its HTTP status (0: none) */
-	char err[320];	/* its error line when !ok */
+	int seen;      /* an answer (or failure) arrived */
+	int ok;	       /* the last one was a parsed 2xx */
+	long status;   /* its HTTP status (0: none) */
+	char err[320]; /* its error line when !ok */
 };
 
 struct console {
@@ -89,7 +89,8 @@ int console_run(struct client *cli);
  */
 int console_can_operate(struct console *c);
 /* Footer message (shown until replaced, Esc, or 30 s). */
-void console_msg(struct console *c, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void console_msg(struct console *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /*
  * Send a change to the daemon (off the UI thread); label names it in the
  * messages ("force intent to L2"). The daemon's answer, errors included,

@@ -34,11 +34,11 @@ enum fetch_kind {
 struct fetch_result {
 	struct fetch_result *next;
 	enum fetch_kind kind;
-	int tag;	 /* FETCH_ACTION: the tag fetch_action() returned */
-	long status;	 /* HTTP status; 0 when no answer arrived */
-	int transport;	 /* no answer (refused, timed out): the daemon is unreachable */
-	char *error;	 /* NULL for a parsed 2xx answer, else one line of text */
-	char *body;	 /* FETCH_ACTION: the answer body (NUL-terminated) or NULL */
+	int tag;       /* FETCH_ACTION: the tag fetch_action() returned */
+	long status;   /* HTTP status; 0 when no answer arrived */
+	int transport; /* no answer (refused, timed out): the daemon is unreachable */
+	char *error;   /* NULL for a parsed 2xx answer, else one line of text */
+	char *body;    /* FETCH_ACTION: the answer body (NUL-terminated) or NULL */
 	size_t len;
 	int64_t done_ms; /* monotonic, when the transfer ended */
 	struct state_v *state;

@@ -25,7 +25,7 @@ static const char *const spark_utf8[8] = {
 	"\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
 	"\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88",
 };
-static const char spark_ascii[8] = { '_', '.', '-', ':', '=', '+', '*', '#' };
+static const char spark_ascii[8] = {'_', '.', '-', ':', '=', '+', '*', '#'};
 
 void
 fmt_set_ascii(int ascii)
@@ -424,8 +424,8 @@ fmt_bar(char *out, size_t outsz, double frac, int width)
 		frac = 1;
 	fill = (int)lround(frac * width);
 	for (i = 0; i < width; i++) {
-		const char *g = fmt_ascii ? (i < fill ? "#" : ".") :
-					    (i < fill ? "\xe2\x96\x88" : "\xe2\x96\x91");
+		const char *g = fmt_ascii ? (i < fill ? "#" : ".")
+					  : (i < fill ? "\xe2\x96\x88" : "\xe2\x96\x91");
 		size_t len = strlen(g);
 
 		if (o + len + 1 > outsz)

@@ -22,7 +22,7 @@
 
 #include "util.h"
 
-const char *const model_slo_windows[SLO_NWIN] = { "5m", "30m", "1h", "6h", "1d", "3d", "30d" };
+const char *const model_slo_windows[SLO_NWIN] = {"5m", "30m", "1h", "6h", "1d", "3d", "30d"};
 
 /* Copy at most dstsz-1 bytes of src, never splitting a UTF-8 sequence. */
 static void
@@ -185,9 +185,11 @@ breaker_st_parse(const char *name)
 		const char *name;
 		enum breaker_st st;
 	} names[] = {
-		{ "closed", BS_CLOSED },	     { "half_open", BS_HALF_OPEN },
-		{ "open", BS_OPEN },		     { "forced_open", BS_FORCED_OPEN },
-		{ "forced_closed", BS_FORCED_CLOSED },
+		{"closed", BS_CLOSED},
+		{"half_open", BS_HALF_OPEN},
+		{"open", BS_OPEN},
+		{"forced_open", BS_FORCED_OPEN},
+		{"forced_closed", BS_FORCED_CLOSED},
 	};
 	size_t i;
 
@@ -302,11 +304,9 @@ model_parse_state(const char *json, size_t len, struct state_v **out, char **cau
 	s->uptime_s = get_i64(root, "uptime_s", -1);
 	s->inflight = get_int(root, "inflight");
 	s->routes = xcalloc((size_t)cJSON_GetArraySize(routes) + 1, sizeof *s->routes);
-	cJSON_ArrayForEach(it, routes)
-		route_from_json(it, &s->routes[s->nroutes++]);
+	cJSON_ArrayForEach(it, routes) route_from_json(it, &s->routes[s->nroutes++]);
 	s->backends = xcalloc((size_t)cJSON_GetArraySize(backends) + 1, sizeof *s->backends);
-	cJSON_ArrayForEach(it, backends)
-		backend_from_json(it, &s->backends[s->nbackends++]);
+	cJSON_ArrayForEach(it, backends) backend_from_json(it, &s->backends[s->nbackends++]);
 	*out = s;
 	s = NULL;
 out:
@@ -481,8 +481,7 @@ model_parse_reviews(const char *json, size_t len, int single, struct reviews_v *
 	if (rc != 0)
 		goto out;
 	r->v = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *r->v);
-	cJSON_ArrayForEach(it, arr)
-		review_from_json(it, &r->v[r->n++]);
+	cJSON_ArrayForEach(it, arr) review_from_json(it, &r->v[r->n++]);
 	counts = get(root, "counts");
 	r->pending = get_int(counts, "pending");
 	r->overdue = get_int(counts, "overdue");
@@ -749,7 +748,7 @@ event_ring_free(struct event_ring *r)
 int
 weights_step(const int *cur, int n, int idx, int dir, int *out)
 {
-	static const int ladder[] = { 0, 1, 5, 10, 20, 25, 50, 75, 100 };
+	static const int ladder[] = {0, 1, 5, 10, 20, 25, 50, 75, 100};
 	int64_t total = 0, others = 0;
 	int i, pct, next = -1, rest, given = 0, big = -1, nothers = 0;
 

@@ -260,7 +260,7 @@ void event_ring_free(struct event_ring *r);
  * Step the weight of target idx among n weights (cur) up (dir > 0) or
  * down through the canary ladder 0, 1, 5, 10, 20, 25, 50, 75, 100 percent
  * of the total; the other targets share the rest in proportion to their
- * current weights (equally when they are all 0). out gets the new weights
+ * current weights (equally when they are all 0). out receives the new weights
  * summing to 100. 0, or 1 when there is no further step (or n < 2).
  */
 int weights_step(const int *cur, int n, int idx, int dir, int *out);

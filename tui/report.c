@@ -182,9 +182,9 @@ static void
 print_human(const struct report *rp, const char *db, const char *since, const char *since_arg,
 	    const char *source)
 {
-	static const char *const at[] = { "ROUTE", "CALLS", "SERVICE", "SMART" };
-	static const char *const dt[] = { "REASON", "COUNT", "CALLS", "ROUTES" };
-	static const char *const ft[] = { "ROUTE", "STAGE", "RULE", "COUNT", "EXAMPLE" };
+	static const char *const at[] = {"ROUTE", "CALLS", "SERVICE", "SMART"};
+	static const char *const dt[] = {"REASON", "COUNT", "CALLS", "ROUTES"};
+	static const char *const ft[] = {"ROUTE", "STAGE", "RULE", "COUNT", "EXAMPLE"};
 	struct table *t;
 	const cJSON *it;
 	char n1[32], n2[32], n3[32], p1[16], p2[16];
@@ -196,7 +196,7 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 	t = table_new(4, at, " rrr");
 	for (i = 0; i < rp->navail; i++) {
 		const struct avail_row *a = &rp->avail[i];
-		const char *cells[] = { a->route, n1, p1, p2 };
+		const char *cells[] = {a->route, n1, p1, p2};
 
 		snprintf(n1, sizeof n1, "%lld", (long long)a->total);
 		fmt_pct(p1, sizeof p1, ratio(a->service_good, a->total), 2);
@@ -207,7 +207,7 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 		tm += a->smart_good;
 	}
 	{
-		const char *cells[] = { "all", n1, p1, p2 };
+		const char *cells[] = {"all", n1, p1, p2};
 
 		snprintf(n1, sizeof n1, "%lld", (long long)tt);
 		fmt_pct(p1, sizeof p1, ratio(ts, tt), 2);
@@ -224,13 +224,13 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 		t = table_new(4, dt, " rr ");
 		cJSON_ArrayForEach(it, rp->degr)
 		{
-			const char *cells[] = {
-				cJSON_GetObjectItem(it, "reason")->valuestring, n1, n2,
-				cJSON_GetObjectItem(it, "routes")->valuestring
-			};
+			const char *cells[] = {cJSON_GetObjectItem(it, "reason")->valuestring, n1,
+					       n2, cJSON_GetObjectItem(it, "routes")->valuestring};
 
-			snprintf(n1, sizeof n1, "%.0f", cJSON_GetObjectItem(it, "count")->valuedouble);
-			snprintf(n2, sizeof n2, "%.0f", cJSON_GetObjectItem(it, "calls")->valuedouble);
+			snprintf(n1, sizeof n1, "%.0f",
+				 cJSON_GetObjectItem(it, "count")->valuedouble);
+			snprintf(n2, sizeof n2, "%.0f",
+				 cJSON_GetObjectItem(it, "calls")->valuedouble);
 			table_add(t, cells);
 		}
 		table_print(t, stdout);
@@ -245,10 +245,10 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 	t = table_new(5, ft, "   r ");
 	cJSON_ArrayForEach(it, rp->fails)
 	{
-		const char *cells[] = { cJSON_GetObjectItem(it, "route")->valuestring,
-					cJSON_GetObjectItem(it, "stage")->valuestring,
-					cJSON_GetObjectItem(it, "rule")->valuestring, n3,
-					cJSON_GetObjectItem(it, "example")->valuestring };
+		const char *cells[] = {cJSON_GetObjectItem(it, "route")->valuestring,
+				       cJSON_GetObjectItem(it, "stage")->valuestring,
+				       cJSON_GetObjectItem(it, "rule")->valuestring, n3,
+				       cJSON_GetObjectItem(it, "example")->valuestring};
 
 		snprintf(n3, sizeof n3, "%.0f", cJSON_GetObjectItem(it, "count")->valuedouble);
 		table_add(t, cells);
@@ -260,8 +260,9 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 static int
 usage(const char *msg)
 {
-	fprintf(stderr, "fusebox: report: %s\nusage: fusebox report --db FILE [--since T]\n"
-			"  T: RFC3339 (2026-11-30T12:00:00Z) or a duration back from now (1h, 30m, 7d)\n",
+	fprintf(stderr,
+		"fusebox: report: %s\nusage: fusebox report --db FILE [--since T]\n"
+		"  T: RFC3339 (2026-11-30T12:00:00Z) or a duration back from now (1h, 30m, 7d)\n",
 		msg);
 	return CLI_USAGE;
 }
@@ -289,8 +290,9 @@ report_run(int json, int argc, char **argv)
 		else if (strncmp(argv[i], "--since=", 8) == 0)
 			since_arg = argv[i] + 8;
 		else
-			return usage(strncmp(argv[i], "--", 2) == 0 ? "unknown option or missing value" :
-								    "unexpected argument");
+			return usage(strncmp(argv[i], "--", 2) == 0
+					     ? "unknown option or missing value"
+					     : "unexpected argument");
 	}
 	if (db == NULL)
 		return usage("--db FILE is required");
@@ -311,8 +313,9 @@ report_run(int json, int argc, char **argv)
 		goto out;
 	}
 	if (ver > store_known_version())
-		fprintf(stderr, "fusebox: report: warning: %s has schema %d, this binary knows %d\n",
-			db, ver, store_known_version());
+		fprintf(stderr,
+			"fusebox: report: warning: %s has schema %d, this binary knows %d\n", db,
+			ver, store_known_version());
 	rp.degr = cJSON_CreateArray();
 	rp.fails = cJSON_CreateArray();
 	vals[0] = SVI(since_ms - since_ms % 60000);

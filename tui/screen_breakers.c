@@ -37,9 +37,9 @@ static const char *const breakers_help[] = {
 };
 
 static const struct colspec br_cols[] = {
-	{ "BACKEND", 16, FMT_PAD }, { "STATE", 13, FMT_PAD },	 { "FAIL%", 6, FMT_RIGHT },
-	{ "SLOW%", 6, FMT_RIGHT },  { "CALLS", 6, FMT_RIGHT },	 { "HALF-OPEN", 9, FMT_RIGHT },
-	{ "INFLIGHT", 9, FMT_RIGHT }, { "HEALTH", 6, FMT_RIGHT }, { "P90", 0, FMT_RIGHT },
+	{"BACKEND", 16, FMT_PAD},   {"STATE", 13, FMT_PAD},   {"FAIL%", 6, FMT_RIGHT},
+	{"SLOW%", 6, FMT_RIGHT},    {"CALLS", 6, FMT_RIGHT},  {"HALF-OPEN", 9, FMT_RIGHT},
+	{"INFLIGHT", 9, FMT_RIGHT}, {"HEALTH", 6, FMT_RIGHT}, {"P90", 0, FMT_RIGHT},
 };
 
 const char *
@@ -87,7 +87,7 @@ build(struct console *c)
 	vislist_reset(&br.vis);
 	for (i = 0; c->state != NULL && i < c->state->nbackends; i++) {
 		const struct backend_v *b = &c->state->backends[i];
-		const char *fields[] = { b->name, b->state, b->version, NULL };
+		const char *fields[] = {b->name, b->state, b->version, NULL};
 
 		if (filter_match(f, fields))
 			vislist_add(&br.vis, i);
@@ -178,9 +178,9 @@ breakers_draw(struct console *c, int top, int rows, int cols)
 static const char *
 target_name(const char *state)
 {
-	return strcmp(state, "forced_open") == 0     ? "OPEN (forced)" :
-	       strcmp(state, "forced_closed") == 0 ? "CLOSED (forced)" :
-						     "automatic control (closed, empty windows)";
+	return strcmp(state, "forced_open") == 0     ? "OPEN (forced)"
+	       : strcmp(state, "forced_closed") == 0 ? "CLOSED (forced)"
+						     : "automatic control (closed, empty windows)";
 }
 
 static int
@@ -189,9 +189,9 @@ breaker_check(struct form *f, struct console *c)
 	char reason[256];
 
 	field_get(&f->fields[0], reason, sizeof reason);
-	snprintf(f->summary, sizeof f->summary,
-		 "Set the breaker of backend %s to %s%s%s%s.", f->subject, target_name(f->extra),
-		 reason[0] ? " (reason: " : "", reason, reason[0] ? ")" : "");
+	snprintf(f->summary, sizeof f->summary, "Set the breaker of backend %s to %s%s%s%s.",
+		 f->subject, target_name(f->extra), reason[0] ? " (reason: " : "", reason,
+		 reason[0] ? ")" : "");
 	return 0;
 }
 

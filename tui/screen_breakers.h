@@ -1,5 +1,6 @@
 #pragma once
-/* screen_breakers: the console's Breakers screen (see the design note in screen_breakers.c). UI thread. */
+/* screen_breakers: the console's Breakers screen (see the design note in screen_breakers.c). UI
+ * thread. */
 #include "console.h"
 
 extern const struct screen screen_breakers;

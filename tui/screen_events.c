@@ -28,8 +28,8 @@ static const char *const events_help[] = {
 };
 
 static const struct colspec ev_cols[] = {
-	{ "ID", 7, FMT_RIGHT },	    { "TIME", 11, FMT_PAD }, { "KIND", 15, FMT_PAD },
-	{ "SUBJECT", 14, FMT_PAD }, { "DETAIL", 0, 0 },
+	{"ID", 7, FMT_RIGHT},	  {"TIME", 11, FMT_PAD}, {"KIND", 15, FMT_PAD},
+	{"SUBJECT", 14, FMT_PAD}, {"DETAIL", 0, 0},
 };
 
 static void
@@ -41,7 +41,7 @@ build(struct console *c)
 	vislist_reset(&ev.vis);
 	for (i = 0; i < c->events.n; i++) {
 		const struct event_v *e = event_ring_get(&c->events, i);
-		const char *fields[] = { e->kind, e->subject, e->detail ? e->detail : "", NULL };
+		const char *fields[] = {e->kind, e->subject, e->detail ? e->detail : "", NULL};
 
 		if (filter_match(f, fields))
 			vislist_add(&ev.vis, i);

@@ -58,7 +58,7 @@ build(struct console *c)
 	vislist_reset(&ov.vis);
 	for (i = 0; c->state != NULL && i < c->state->nroutes; i++) {
 		const struct route_v *r = &c->state->routes[i];
-		const char *fields[] = { r->name, r->forced_actor, r->forced_reason, NULL };
+		const char *fields[] = {r->name, r->forced_actor, r->forced_reason, NULL};
 
 		if (filter_match(f, fields))
 			vislist_add(&ov.vis, i);
@@ -110,10 +110,10 @@ level_colour(int level)
 }
 
 static const struct colspec ov_cols[] = {
-	{ "ROUTE", 16, FMT_PAD },  { "LVL", 4, FMT_PAD },	  { "RPS", 6, FMT_RIGHT },
-	{ "P50", 7, FMT_RIGHT },   { "P99", 7, FMT_RIGHT },	  { "SVC5m", 7, FMT_RIGHT },
-	{ "SMART5m", 7, FMT_RIGHT }, { "ALRT", 4, FMT_RIGHT }, { "REV", 4, FMT_RIGHT },
-	{ "TREND", 0, 0 },
+	{"ROUTE", 16, FMT_PAD},	   {"LVL", 4, FMT_PAD},	   {"RPS", 6, FMT_RIGHT},
+	{"P50", 7, FMT_RIGHT},	   {"P99", 7, FMT_RIGHT},  {"SVC5m", 7, FMT_RIGHT},
+	{"SMART5m", 7, FMT_RIGHT}, {"ALRT", 4, FMT_RIGHT}, {"REV", 4, FMT_RIGHT},
+	{"TREND", 0, 0},
 };
 
 static void

@@ -49,9 +49,9 @@ static const char *const reviews_help[] = {
 };
 
 static const struct colspec rv_cols[] = {
-	{ "ID", 6, FMT_RIGHT },	   { "PRI", 6, FMT_PAD },	 { "ROUTE", 12, FMT_PAD },
-	{ "STATE", 8, FMT_PAD },   { "DUE IN", 8, FMT_RIGHT }, { "REASON", 14, FMT_PAD },
-	{ "CONF", 5, FMT_RIGHT }, { "INPUT", 0, 0 },
+	{"ID", 6, FMT_RIGHT},	{"PRI", 6, FMT_PAD},	  {"ROUTE", 12, FMT_PAD},
+	{"STATE", 8, FMT_PAD},	{"DUE IN", 8, FMT_RIGHT}, {"REASON", 14, FMT_PAD},
+	{"CONF", 5, FMT_RIGHT}, {"INPUT", 0, 0},
 };
 
 static void
@@ -63,8 +63,9 @@ build(struct console *c)
 	vislist_reset(&rv.vis);
 	for (i = 0; c->reviews != NULL && i < c->reviews->n; i++) {
 		const struct review_v *r = &c->reviews->v[i];
-		const char *fields[] = { r->route,  r->reason,	 r->state, r->priority,
-					 r->input ? r->input : "", r->request_id, NULL };
+		const char *fields[] = {
+			r->route,      r->reason, r->state, r->priority, r->input ? r->input : "",
+			r->request_id, NULL};
 
 		if (filter_match(f, fields))
 			vislist_add(&rv.vis, i);
@@ -207,7 +208,7 @@ static void
 draw_detail(struct console *c, int top, int rows, int cols)
 {
 	const struct review_v *r;
-	struct pen p = { top + 1, rows - 1, cols, 0 };
+	struct pen p = {top + 1, rows - 1, cols, 0};
 	char due[32], created[32], line[512], conf[16];
 	enum colour dc;
 	int vi;
@@ -217,7 +218,8 @@ draw_detail(struct console *c, int top, int rows, int cols)
 	if (r == NULL) {
 		ui_printf(top, 0, cols, C_HEADER, 0, " review #%lld", (long long)rv.open_id);
 		ui_printf(top + 2, 1, cols - 1, C_WARN, 0,
-			  "review #%lld is no longer in the open queue (decided?)   n next   Esc back",
+			  "review #%lld is no longer in the open queue (decided?)   n next   Esc "
+			  "back",
 			  (long long)rv.open_id);
 		return;
 	}
@@ -233,8 +235,8 @@ draw_detail(struct console *c, int top, int rows, int cols)
 		snprintf(conf, sizeof conf, "-");
 	else
 		snprintf(conf, sizeof conf, "%.2f", r->confidence);
-	snprintf(line, sizeof line, "reason %s   confidence %s   created %s   reviewer %s", r->reason,
-		 conf, created, r->reviewer[0] ? r->reviewer : "-");
+	snprintf(line, sizeof line, "reason %s   confidence %s   created %s   reviewer %s",
+		 r->reason, conf, created, r->reviewer[0] ? r->reviewer : "-");
 	pen_line(&p, C_NORMAL, line);
 	snprintf(line, sizeof line, "request %s", r->request_id[0] ? r->request_id : "-");
 	pen_line(&p, C_DIM, line);
@@ -450,8 +452,7 @@ open_correct(struct console *c, const struct review_v *r)
 	}
 	cJSON_Delete(res);
 	if (f.nfields == 0) {
-		console_msg(c, 1, "review #%lld has no result object to correct",
-			    (long long)r->id);
+		console_msg(c, 1, "review #%lld has no result object to correct", (long long)r->id);
 		return;
 	}
 	snprintf(f.fields[f.nfields].label, sizeof f.fields[0].label, NOTE_FIELD_LABEL);

@@ -54,9 +54,9 @@ static const char *const routes_help[] = {
 };
 
 static const struct colspec rt_cols[] = {
-	{ "ROUTE", 16, FMT_PAD },  { "LEVEL", 9, FMT_PAD },	  { "TARGET", 16, FMT_PAD },
-	{ "WEIGHT", 6, FMT_RIGHT }, { "NEW", 5, FMT_RIGHT },	  { "SHARE", 6, FMT_RIGHT },
-	{ "CANARY", 6, FMT_PAD },   { "BREAKER", 0, 0 },
+	{"ROUTE", 16, FMT_PAD},	  {"LEVEL", 9, FMT_PAD}, {"TARGET", 16, FMT_PAD},
+	{"WEIGHT", 6, FMT_RIGHT}, {"NEW", 5, FMT_RIGHT}, {"SHARE", 6, FMT_RIGHT},
+	{"CANARY", 6, FMT_PAD},	  {"BREAKER", 0, 0},
 };
 
 void
@@ -77,13 +77,13 @@ build(struct console *c)
 		const struct route_v *r = &c->state->routes[i];
 
 		if (r->ntargets == 0) {
-			const char *fields[] = { r->name, NULL };
+			const char *fields[] = {r->name, NULL};
 
 			if (filter_match(f, fields))
 				vislist_add(&rt.vis, ROW_CODE(i, -1));
 		}
 		for (j = 0; j < r->ntargets; j++) {
-			const char *fields[] = { r->name, r->targets[j].backend, NULL };
+			const char *fields[] = {r->name, r->targets[j].backend, NULL};
 
 			if (filter_match(f, fields))
 				vislist_add(&rt.vis, ROW_CODE(i, j));
@@ -203,7 +203,8 @@ routes_draw(struct console *c, int top, int rows, int cols)
 	}
 	if (rt.select[0]) {
 		for (i = 0; i < rt.vis.n; i++) {
-			if (strcmp(c->state->routes[ROW_ROUTE(rt.vis.idx[i])].name, rt.select) == 0) {
+			if (strcmp(c->state->routes[ROW_ROUTE(rt.vis.idx[i])].name, rt.select) ==
+			    0) {
 				rt.ls.sel = i;
 				break;
 			}
@@ -235,8 +236,8 @@ weights_check(struct form *f, struct console *c)
 		snprintf(f->error, sizeof f->error, "route %s changed; edit again", f->subject);
 		return 1;
 	}
-	o = (size_t)snprintf(f->summary, sizeof f->summary, "Set the weights of route %s:",
-			     f->subject);
+	o = (size_t)snprintf(f->summary, sizeof f->summary,
+			     "Set the weights of route %s:", f->subject);
 	for (j = 0; j < r->ntargets && o < sizeof f->summary; j++)
 		o += (size_t)snprintf(f->summary + o, sizeof f->summary - o, " %s %d -> %d",
 				      r->targets[j].backend, r->targets[j].weight, rt.edit_w[j]);
@@ -273,7 +274,8 @@ level_check(struct form *f, struct console *c)
 	field_get(&f->fields[1], reason, sizeof reason);
 	field_get(&f->fields[2], ttl, sizeof ttl);
 	if (reason[0] == '\0') {
-		snprintf(f->error, sizeof f->error, "a reason is required (it goes to the audit log)");
+		snprintf(f->error, sizeof f->error,
+			 "a reason is required (it goes to the audit log)");
 		f->focus = 1;
 		return 1;
 	}

@@ -1,5 +1,6 @@
 #pragma once
-/* screen_routes: the console's Routes screen (see the design note in screen_routes.c). UI thread. */
+/* screen_routes: the console's Routes screen (see the design note in screen_routes.c). UI thread.
+ */
 #include "console.h"
 
 extern const struct screen screen_routes;

@@ -31,16 +31,16 @@ static const char *const slo_help[] = {
 };
 
 static const struct colspec win_cols[] = {
-	{ "WINDOW", 6, FMT_PAD },    { "TOTAL", 8, FMT_RIGHT },	   { "SERVICE", 8, FMT_RIGHT },
-	{ "BURN", 6, FMT_RIGHT },    { "SMART", 8, FMT_RIGHT },	   { "BURN", 6, FMT_RIGHT },
-	{ "LAT-OK", 7, FMT_RIGHT },  { "TIMEOUT", 7, FMT_RIGHT }, { "RETRY", 6, FMT_RIGHT },
-	{ "FORMAT", 0, FMT_RIGHT },
+	{"WINDOW", 6, FMT_PAD},	  {"TOTAL", 8, FMT_RIGHT},   {"SERVICE", 8, FMT_RIGHT},
+	{"BURN", 6, FMT_RIGHT},	  {"SMART", 8, FMT_RIGHT},   {"BURN", 6, FMT_RIGHT},
+	{"LAT-OK", 7, FMT_RIGHT}, {"TIMEOUT", 7, FMT_RIGHT}, {"RETRY", 6, FMT_RIGHT},
+	{"FORMAT", 0, FMT_RIGHT},
 };
 
 static const struct colspec alert_cols[] = {
-	{ "STATE", 8, FMT_PAD },  { "SEV", 6, FMT_PAD },	 { "RULE", 16, FMT_PAD },
-	{ "ROUTE", 12, FMT_PAD }, { "VALUE", 7, FMT_RIGHT }, { "THRESH", 7, FMT_RIGHT },
-	{ "SINCE", 0, 0 },
+	{"STATE", 8, FMT_PAD},	{"SEV", 6, FMT_PAD},	 {"RULE", 16, FMT_PAD},
+	{"ROUTE", 12, FMT_PAD}, {"VALUE", 7, FMT_RIGHT}, {"THRESH", 7, FMT_RIGHT},
+	{"SINCE", 0, 0},
 };
 
 static enum colour
@@ -105,9 +105,10 @@ draw_budget(const char *name, double remaining, double burn, int y, int cols)
 {
 	char bar[512], left[32], b[32];
 	int bw = MIN(40, cols - 44);
-	enum colour col = isnan(remaining) ? C_DIM : remaining < 0 ? C_BAD :
-					       remaining < 0.25	  ? C_WARN :
-								    C_OK;
+	enum colour col = isnan(remaining)   ? C_DIM
+			  : remaining < 0    ? C_BAD
+			  : remaining < 0.25 ? C_WARN
+					     : C_OK;
 
 	ui_printf(y, 1, 8, C_NORMAL, FMT_PAD, "%s", name);
 	if (bw < 5)
@@ -139,7 +140,7 @@ build_alerts(struct console *c)
 	for (rank = 0; rank < 3; rank++) {
 		for (i = 0; c->alerts != NULL && i < c->alerts->n; i++) {
 			const struct alert_v *a = &c->alerts->v[i];
-			const char *fields[] = { a->rule, a->route, a->state, a->severity, NULL };
+			const char *fields[] = {a->rule, a->route, a->state, a->severity, NULL};
 
 			if (alert_rank(a) == rank && filter_match(f, fields))
 				vislist_add(&so.alerts, i);
@@ -217,8 +218,8 @@ slo_draw(struct console *c, int top, int rows, int cols)
 	if (aerr != NULL && y < end)
 		ui_printf(y++, 1, cols - 1, C_BAD, 0, "GET /v1/alerts: %s", aerr);
 	else if (c->alerts != NULL && so.alerts.n == 0 && y < end)
-		ui_put(y++, 1, cols - 1, C_DIM, c->alerts->n ? "no alert matches the filter" :
-							       "no alerts in the last 24 h",
+		ui_put(y++, 1, cols - 1, C_DIM,
+		       c->alerts->n ? "no alert matches the filter" : "no alerts in the last 24 h",
 		       0);
 	for (i = 0; i < so.alerts.n && y < end; i++)
 		draw_alert(c, &c->alerts->v[so.alerts.idx[i]], y++, cols);

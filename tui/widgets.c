@@ -24,23 +24,23 @@ struct colour_def {
 #define GREY (-2) /* bright black where the terminal has it, else white dimmed */
 
 static const struct colour_def colour_table[C__COUNT] = {
-	[C_NORMAL] = { -1, -1, A_NORMAL, A_NORMAL },
-	[C_TITLE] = { COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE },
-	[C_TAB] = { COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE },
-	[C_TAB_ACTIVE] = { COLOR_WHITE, COLOR_BLUE, A_BOLD, A_BOLD },
-	[C_STATUS] = { -1, -1, A_NORMAL, A_NORMAL },
-	[C_STATUS_BAD] = { COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD },
-	[C_HEADER] = { COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_REVERSE },
-	[C_SEL] = { COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE | A_BOLD },
-	[C_OK] = { COLOR_GREEN, -1, A_NORMAL, A_NORMAL },
-	[C_WARN] = { COLOR_YELLOW, -1, A_BOLD, A_BOLD },
-	[C_BAD] = { COLOR_RED, -1, A_BOLD, A_BOLD | A_UNDERLINE },
-	[C_DIM] = { GREY, -1, A_NORMAL, A_DIM },
-	[C_ACCENT] = { COLOR_CYAN, -1, A_BOLD, A_BOLD },
-	[C_FORM] = { COLOR_WHITE, COLOR_BLUE, A_NORMAL, A_NORMAL },
-	[C_FIELD] = { COLOR_BLACK, COLOR_WHITE, A_NORMAL, A_UNDERLINE },
-	[C_MSG_OK] = { COLOR_GREEN, -1, A_BOLD, A_BOLD },
-	[C_MSG_ERR] = { COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD },
+	[C_NORMAL] = {-1, -1, A_NORMAL, A_NORMAL},
+	[C_TITLE] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE},
+	[C_TAB] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE},
+	[C_TAB_ACTIVE] = {COLOR_WHITE, COLOR_BLUE, A_BOLD, A_BOLD},
+	[C_STATUS] = {-1, -1, A_NORMAL, A_NORMAL},
+	[C_STATUS_BAD] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
+	[C_HEADER] = {COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_REVERSE},
+	[C_SEL] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE | A_BOLD},
+	[C_OK] = {COLOR_GREEN, -1, A_NORMAL, A_NORMAL},
+	[C_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+	[C_BAD] = {COLOR_RED, -1, A_BOLD, A_BOLD | A_UNDERLINE},
+	[C_DIM] = {GREY, -1, A_NORMAL, A_DIM},
+	[C_ACCENT] = {COLOR_CYAN, -1, A_BOLD, A_BOLD},
+	[C_FORM] = {COLOR_WHITE, COLOR_BLUE, A_NORMAL, A_NORMAL},
+	[C_FIELD] = {COLOR_BLACK, COLOR_WHITE, A_NORMAL, A_UNDERLINE},
+	[C_MSG_OK] = {COLOR_GREEN, -1, A_BOLD, A_BOLD},
+	[C_MSG_ERR] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
 };
 
 static int ui_mono;
@@ -280,7 +280,8 @@ field_key(struct field *f, int key)
 		f->cur = f->len;
 		return 1;
 	case K_CTRL('u'):
-		memmove(&f->text[0], &f->text[f->cur], (size_t)(f->len - f->cur) * sizeof f->text[0]);
+		memmove(&f->text[0], &f->text[f->cur],
+			(size_t)(f->len - f->cur) * sizeof f->text[0]);
 		f->len -= f->cur;
 		f->cur = 0;
 		f->text[f->len] = 0;
@@ -291,7 +292,8 @@ field_key(struct field *f, int key)
 			i--;
 		while (i > 0 && f->text[i - 1] != ' ')
 			i--;
-		memmove(&f->text[i], &f->text[f->cur], (size_t)(f->len - f->cur) * sizeof f->text[0]);
+		memmove(&f->text[i], &f->text[f->cur],
+			(size_t)(f->len - f->cur) * sizeof f->text[0]);
 		f->len -= f->cur - i;
 		f->cur = i;
 		f->text[f->len] = 0;
@@ -311,7 +313,8 @@ field_draw(const struct field *f, int y, int x, int cols, enum colour col, int *
 	if (cols <= 0)
 		return;
 	if (f->kind == FIELD_CHOICE) {
-		const char *name = f->choice >= 0 && f->choice < f->nchoices ? f->choices[f->choice] : "?";
+		const char *name =
+			f->choice >= 0 && f->choice < f->nchoices ? f->choices[f->choice] : "?";
 
 		ui_printf(y, x, cols, col, FMT_PAD, "< %s >", name);
 		return;

@@ -20,7 +20,7 @@
 #define K_ESC	  27
 #define K_TAB	  '\t'
 #define K_ENTER	  '\r'
-#define K_CTRL(c) ((c) & 0x1f)
+#define K_CTRL(c) ((c)&0x1f)
 
 enum colour {
 	C_NORMAL,
@@ -93,7 +93,7 @@ void field_set(struct field *f, const char *utf8);
 void field_get(const struct field *f, char *out, size_t outsz);
 /* Editing keys (characters, Backspace, Delete, arrows, Home/End, ^U, ^W): 1 when handled. */
 int field_key(struct field *f, int key);
-/* Draw in cols columns; *cx gets the cursor's column. */
+/* Draw in cols columns; *cx receives the cursor's column. */
 void field_draw(const struct field *f, int y, int x, int cols, enum colour col, int *cx);
 
 #define FORM_FIELDS_MAX 16

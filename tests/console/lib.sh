@@ -187,7 +187,7 @@ stop_daemon() {
 	fi
 }
 
-# Start everything; the daemon gets a port, then its config is pinned to
+# Start everything; the daemon is given a port, then its config is pinned to
 # that port so that a restart comes back where the console looks.
 fixture_start() {
 	write_tokens

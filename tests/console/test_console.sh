@@ -221,11 +221,29 @@ tm resize-window -t $OP -x 80 -y 24
 check resize_back $OP '2 Breakers  3 Reviews'
 
 # --- the daemon goes away and comes back ---
+grey_row() { # session: the ticket row is drawn in grey (bright black or dim)
+	tm capture-pane -p -e -t "$1" | grep 'ticket' | grep -Eq $'\e\\[(90|2)m'
+}
+if grey_row $OP; then
+	not_ok not_grey_when_connected "the ticket row is grey while connected"
+else
+	ok not_grey_when_connected
+fi
 stop_daemon
 check disconnected $OP '^ disconnected, retrying' 5
 check disconnected_keeps_data $OP '^intent +L0 '
+if wait_until 3 grey_row $OP; then
+	ok disconnected_greyed
+else
+	not_ok disconnected_greyed "the last data are not greyed: $(tm capture-pane -p -e -t $OP | grep ticket | cat -v)"
+fi
 start_daemon
 check reconnected $OP '^ connected  fuseboxd' 10
+if wait_until 3 grey_row $OP; then
+	not_ok reconnected_colours "still grey after reconnecting"
+else
+	ok reconnected_colours
+fi
 
 # --- q quits with status 0 ---
 keys $OP q
@@ -244,6 +262,7 @@ else
 	ok viewer_no_form
 fi
 keys vw q
+check viewer_quits vw 'EXITED-0' 5
 if endpoint_exists PUT /v1/routes/nope/level '{"level":1,"reason":"probe"}'; then
 	# role not in the token file: the console asks, the daemon answers 403
 	console_start vn 80x24 -- --url "$URL" --token-file "$T/view-norole.token"
@@ -257,6 +276,7 @@ if endpoint_exists PUT /v1/routes/nope/level '{"level":1,"reason":"probe"}'; the
 	keys vn L
 	check viewer_learned vn 'read-only: this token is a viewer'
 	keys vn q
+	check viewer2_quits vn 'EXITED-0' 5
 else
 	not_ok viewer_daemon_403 "endpoint missing: PUT /v1/routes/{r}/level"
 fi
@@ -311,6 +331,8 @@ else
 fi
 keys mono q
 keys colour q
+check mono_quits mono 'EXITED-0' 5
+check colour_quits colour 'EXITED-0' 5
 
 # --- a locale that is not UTF-8: ASCII only ---
 console_start ascii 80x24 LC_ALL=C -- --url "$URL" --token-file "$T/op.token"
@@ -323,5 +345,12 @@ else
 	ok ascii_fallback
 fi
 keys ascii q
+check ascii_quits ascii 'EXITED-0' 5
+
+# --- ^C leaves cleanly too ---
+console_start intr 80x24 -- --url "$URL" --token-file "$T/op.token"
+check intr_up intr '^intent +L0 '
+keys intr C-c
+check intr_clean_exit intr 'EXITED-0' 5
 
 finish

@@ -463,6 +463,34 @@ promtool_check_metrics(const char *text)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* Rewrite the daemon's config file (replace what with with) and POST /v1/reload. */
+static void
+reload_config(const char *what, const char *with)
+{
+	struct http_resp r;
+	FILE *f = fopen(T.cfg_path, "r");
+	char buf[16384], *hit, *out = NULL;
+	size_t n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	hit = strstr(buf, what);
+	ck_assert_ptr_nonnull(hit);
+	*hit = '\0';
+	if (asprintf(&out, "%s%s%s", buf, with, hit + strlen(what)) < 0)
+		abort();
+	f = fopen(T.cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(out, f);
+	fclose(f);
+	free(out);
+	ck_assert_int_eq(itd_req(&T, "POST", "/v1/reload", "{}", "op-token", 10000, &r), 0);
+	ck_assert_msg(r.status == 200, "reload: %ld %s", r.status, r.body);
+	http_resp_free(&r);
+}
+
 START_TEST(mix_availabilities_metrics_alert_restart)
 {
 	struct http_resp r;
@@ -617,6 +645,28 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	ck_assert_int_eq(
 		(int)itd_num(path_get(slo_route(o, "intent"), "windows", "5m", NULL), "total"), 30);
 	cJSON_Delete(o);
+
+	/* Reload without burn-rate alerts: counters stay, the firing pair resolves. */
+	reload_config("\"burn_rate_alerts\":true", "\"burn_rate_alerts\":false");
+	o = get_json("/v1/slo?route=intent", 200);
+	it = path_get(slo_route(o, "intent"), "windows", "5m", NULL);
+	ck_assert_int_eq((int)itd_num(it, "total"), 30);
+	ck_assert_int_eq((int)itd_num(it, "smart_good"), 27);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(slo_route(o, "intent"), "burn_rate_alerts")),
+		0);
+	cJSON_Delete(o);
+	ck_assert_msg(wait_alert_state("smart-burn-3d", "resolved", 3000),
+		      "a firing rule removed by a reload must resolve");
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'alert' AND detail = 'smart-burn-3d: "
+				       "firing -> resolved (rule no longer configured)'"),
+			 1);
+	m = get_metrics();
+	ck_assert_ptr_null(strstr(m, "rule=\"smart-burn-3d\""));
+	assert_has(m, "fusebox_alert_firing{rule=\"smart-low\",route=\"intent\"} 0\n");
+	assert_has(m, "fusebox_calls_total{route=\"intent\",source=\"llm\",level=\"0\"} 20\n");
+	free(m);
 }
 END_TEST
 
