@@ -61,7 +61,7 @@ escalation_error_rate(const struct escalation *x, const struct escalation_cfg *c
 
 int
 escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_t now_ms, int level,
-		  enum escalation_result r)
+		  unsigned r)
 {
 	struct escalation_bucket *b;
 	int64_t sec = now_ms / 1000;
@@ -69,7 +69,7 @@ escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_
 	double rate;
 	int calls;
 
-	if (!cfg->enabled || r == ESC_SKIPPED || level != x->level)
+	if (!cfg->enabled || (r & ESC_F_SKIPPED) || level != x->level)
 		return x->level;
 	b = &x->buckets[sec % ESCALATION_MAX_WINDOW_S];
 	if (b->sec != sec) {
@@ -78,10 +78,10 @@ escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_
 		b->errors = 0;
 	}
 	b->calls++;
-	if (r != ESC_OK)
+	if (r & ESC_F_ERROR)
 		b->errors++;
 	if (level == 0) {
-		if (r == ESC_VALIDATION_FAIL)
+		if (r & ESC_F_VFAIL)
 			x->consecutive_vfail++;
 		else if (r == ESC_OK)
 			x->consecutive_vfail = 0;
@@ -92,10 +92,10 @@ escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_
 			return x->level;
 		}
 	} else if (level == 1) {
-		if (r == ESC_OK)
-			x->consecutive_fail = 0;
-		else
+		if (r & ESC_F_ERROR)
 			x->consecutive_fail++;
+		else
+			x->consecutive_fail = 0;
 		if (cfg->l2_after > 0 && x->consecutive_fail >= cfg->l2_after) {
 			snprintf(reason, sizeof reason, "%d consecutive failures at L1",
 				 x->consecutive_fail);

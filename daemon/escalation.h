@@ -15,13 +15,22 @@
 
 #define ESCALATION_MAX_WINDOW_S 600
 
-/* What one finished call says about the route's model rungs. */
-enum escalation_result {
-	ESC_OK = 0,	       /* answered by the model step it started at */
-	ESC_VALIDATION_FAIL,   /* the model answered but failed validation (then fell) */
-	ESC_FAIL,	       /* the model step failed otherwise (transport, breaker, budget) */
-	ESC_SKIPPED,	       /* the call never tried a model (L2, allow_llm false) */
+/*
+ * What one finished call says about the route's model rungs (flags):
+ * VFAIL — the starting model step answered but failed validation;
+ * ERROR — no model answered (the call fell below the model rungs);
+ * SKIPPED — the call never tried a model (L2, allow_llm false).
+ */
+enum escalation_flags {
+	ESC_F_VFAIL = 1,
+	ESC_F_ERROR = 2,
+	ESC_F_SKIPPED = 4,
 };
+#define ESC_OK 0			     /* a model answered, validated */
+#define ESC_VALIDATION_FAIL (ESC_F_VFAIL | ESC_F_ERROR) /* invalid, and nothing better came */
+#define ESC_VFAIL_RESCUED ESC_F_VFAIL	     /* invalid at the start step, the backup answered */
+#define ESC_FAIL ESC_F_ERROR		     /* transport, breaker, budget: no model answered */
+#define ESC_SKIPPED ESC_F_SKIPPED
 
 struct escalation_bucket {
 	int64_t sec;
@@ -42,10 +51,14 @@ struct escalation {
 void escalation_init(struct escalation *x, int64_t now_ms);
 /*
  * Record a call that started at auto level `level` (a forced level's calls
- * are not recorded). Returns the new auto level (== x->level).
+ * are not recorded) with its ESC_F_* flags. At L0 a validation failure
+ * counts toward l1_after and a clean model answer resets the run; at L1 a
+ * call no model answered counts toward l2_after; the error rate counts the
+ * calls no model answered (a backup that answers is not an outage).
+ * Returns the new auto level (== x->level).
  */
 int escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_t now_ms,
-		      int level, enum escalation_result r);
+		      int level, unsigned flags);
 /* Recovery by time; call about once a second. Returns the auto level. */
 int escalation_tick(struct escalation *x, const struct escalation_cfg *cfg, int64_t now_ms);
 /* Error rate and calls over the last window_s seconds. */

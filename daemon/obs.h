@@ -74,5 +74,5 @@ struct cJSON *obs_slo_json(struct obs *o, int route, int64_t now_wall_ms);
 /* The obs-owned /metrics families (calls, attempts, retries, degradations,
  * validation failures, durations, SLO availabilities, alert firing). */
 void obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms);
-/* Alerts pending or firing now (for /v1/alerts when the table lags). */
+/* 1 while rule (of route) fires, 0 when not, -ENOENT for no such rule. */
 int obs_alert_firing(struct obs *o, const char *rule, int route);

@@ -142,6 +142,33 @@ START_TEST(disabled_never_moves)
 }
 END_TEST
 
+START_TEST(a_rescuing_backup_is_no_outage)
+{
+	struct escalation_cfg c = cfg();
+	struct escalation x;
+	int i, calls;
+
+	escalation_init(&x, 0);
+	c.l1_after = 1000;
+	/* the primary is invalid every time but the backup answers: the
+	 * validation run grows, the error rate stays 0 */
+	for (i = 0; i < 40; i++)
+		ck_assert_int_eq(escalation_record(&x, &c, 1000, 0, ESC_VFAIL_RESCUED), 0);
+	ck_assert_int_eq(x.consecutive_vfail, 40);
+	ck_assert_double_eq_tol(escalation_error_rate(&x, &c, 1000, &calls), 0, 1e-9);
+	ck_assert_int_eq(calls, 40);
+	/* at L1 a call the backup answered resets the failure run */
+	c.l1_after = 1;
+	escalation_record(&x, &c, 2000, 0, ESC_VALIDATION_FAIL);
+	ck_assert_int_eq(x.level, 1);
+	for (i = 0; i < 4; i++)
+		escalation_record(&x, &c, 2000, 1, ESC_FAIL);
+	escalation_record(&x, &c, 2000, 1, ESC_OK);
+	ck_assert_int_eq(x.consecutive_fail, 0);
+	ck_assert_int_eq(escalation_record(&x, &c, 2000, 1, ESC_FAIL), 1);
+}
+END_TEST
+
 START_TEST(skipped_calls_are_not_evidence)
 {
 	struct escalation_cfg c = cfg();
@@ -174,6 +201,7 @@ escalation_suite(void)
 	ADD(error_rate_below_threshold_and_window_expiry);
 	ADD(recovery_steps_one_level_at_a_time);
 	ADD(disabled_never_moves);
+	ADD(a_rescuing_backup_is_no_outage);
 	ADD(skipped_calls_are_not_evidence);
 	return s;
 }

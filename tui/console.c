@@ -27,6 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "clock.h"
 #include "fmt.h"
 #include "screen_breakers.h"
@@ -89,8 +91,10 @@ void
 console_send(struct console *c, const char *label, const char *method, const char *path,
 	     const char *body)
 {
-	c->busy_tag = fetch_action(c->fetch, method, path, body);
-	snprintf(c->busy_label, sizeof c->busy_label, "%s", label);
+	struct sent_action *a = &c->actions[c->nactions++ % CONSOLE_ACTIONS];
+
+	a->tag = fetch_action(c->fetch, method, path, body);
+	snprintf(a->label, sizeof a->label, "%s", label);
 	console_msg(c, 0, "%s: sending %s %s ...", label, method, path);
 }
 
@@ -129,8 +133,15 @@ static void
 action_answer(struct console *c, struct fetch_result *r)
 {
 	struct route_v rv;
-	const char *what = c->busy_label;
+	const char *what = "change";
+	const cJSON *st;
+	cJSON *ans = NULL;
 	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < CONSOLE_ACTIONS; i++)
+		if (c->actions[i].tag == r->tag)
+			what = c->actions[i].label;
 
 	if (r->error != NULL) {
 		if (r->status == 403)
@@ -155,10 +166,19 @@ action_answer(struct console *c, struct fetch_result *r)
 				    rv.name, rv.level);
 		goto out;
 	}
-	console_msg(c, 0, "%s: done (%ld)", what, r->status);
+	/* A backend object: say the breaker's new state; a review item: its state. */
+	ans = r->body != NULL ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+	st = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ans, "breaker"),
+					      "state");
+	if (!cJSON_IsString(st))
+		st = cJSON_GetObjectItemCaseSensitive(ans, "state");
+	if (cJSON_IsString(st))
+		console_msg(c, 0, "%s: done (%ld): now %s", what, r->status, st->valuestring);
+	else
+		console_msg(c, 0, "%s: done (%ld)", what, r->status);
 out:
+	cJSON_Delete(ans);
 	free(cause);
-	c->busy_tag = 0;
 	fetch_kick(c->fetch);
 }
 
@@ -182,8 +202,7 @@ merge(struct console *c, struct fetch_result *r)
 	struct endpoint_status *ep = &c->ep[r->kind];
 
 	if (r->kind == FETCH_ACTION) {
-		if (r->tag == c->busy_tag)
-			action_answer(c, r);
+		action_answer(c, r);
 		return;
 	}
 	ep->seen = 1;
@@ -487,6 +506,7 @@ console_run(struct client *cli)
 	struct fetch_result *res, *r;
 	struct pollfd pfd[2];
 	struct sigaction sa;
+	SCREEN *scr = NULL;
 	char *cause = NULL;
 	const char *nc = getenv("NO_COLOR");
 	int rc = 0, i, k, wait_ms;
@@ -508,8 +528,11 @@ console_run(struct client *cli)
 		rc = 1;
 		goto out;
 	}
-	if (initscr() == NULL) {
-		fprintf(stderr, "fusebox: cannot initialise the terminal\n");
+	/* newterm, not initscr: an unknown TERM is an error message, not an exit. */
+	scr = newterm(NULL, stdout, stdin);
+	if (scr == NULL) {
+		fprintf(stderr, "fusebox: cannot use the terminal (TERM=%s)\n",
+			getenv("TERM") ? getenv("TERM") : "");
 		rc = 1;
 		goto out;
 	}
@@ -562,6 +585,7 @@ console_run(struct client *cli)
 		draw(&c);
 	}
 	endwin();
+	delscreen(scr);
 out:
 	fetch_stop(c.fetch);
 	state_free(c.state);

@@ -37,6 +37,8 @@ struct screen {
 	const char *op_hints;
 };
 
+#define CONSOLE_ACTIONS 8
+
 enum { SCR_OVERVIEW, SCR_BREAKERS, SCR_REVIEWS, SCR_SLO, SCR_ROUTES, SCR_EVENTS, SCR__COUNT };
 
 struct endpoint_status {
@@ -73,8 +75,11 @@ struct console {
 	char msg[512];
 	int msg_err;
 	int64_t msg_at;
-	int busy_tag; /* the action waiting for its answer, 0 none */
-	char busy_label[320];
+	struct sent_action {
+		int tag; /* fetch_action()'s tag */
+		char label[320];
+	} actions[CONSOLE_ACTIONS]; /* the last changes sent, to name their answers */
+	int nactions;
 	int64_t now_wall; /* refreshed before each draw and key */
 	int64_t now_mono;
 	int quit;

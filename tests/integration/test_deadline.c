@@ -22,6 +22,15 @@ static const char *config =
 	"\"total_timeout\",\"reset\"]},\"output\":{\"schema\":{\"type\":\"object\"}},"
 	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}}]}";
 
+/* Extra milliseconds allowed in the sanitizer build (FB_SANITIZED=1). */
+static int
+sanitizer_slack(int ms)
+{
+	const char *v = getenv("FB_SANITIZED");
+
+	return v && strcmp(v, "1") == 0 ? ms : 0;
+}
+
 static void
 teardown(void)
 {
@@ -35,9 +44,10 @@ deadline_run(const char *behaviour, int n, int budget_ms, int slack_ms, const ch
 	const char **urls = calloc((size_t)n, sizeof *urls), **bodies = calloc((size_t)n, sizeof *bodies);
 	struct http_resp *rs = calloc((size_t)n, sizeof *rs);
 	char url[128], body[128];
-	double worst = 0;
+	double worst = 0, worst_daemon = 0;
 	int i;
 
+	slack_ms += sanitizer_slack(50);
 	ck_assert_int_eq(itd_start(&T, config), 0);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", behaviour), 0);
 	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
@@ -55,16 +65,22 @@ deadline_run(const char *behaviour, int n, int budget_ms, int slack_ms, const ch
 		ck_assert_str_eq(itd_str(o, "reason"), reason);
 		if (rs[i].elapsed_ms > worst)
 			worst = rs[i].elapsed_ms;
+		/* the daemon's own clock: from the request read to the answer handed over */
+		if (itd_num(o, "elapsed_ms") > worst_daemon)
+			worst_daemon = itd_num(o, "elapsed_ms");
 		if (getenv("FB_DEBUG"))
 			fprintf(stderr, "call %d: client %.1f ms, daemon %.0f ms\n", i, rs[i].elapsed_ms,
 				itd_num(o, "elapsed_ms"));
-		ck_assert_msg(rs[i].elapsed_ms >= budget_ms - 5, "answered early: %.1f ms",
+		/* the daemon keeps 10 ms back to answer from the rungs below */
+		ck_assert_msg(rs[i].elapsed_ms >= budget_ms - 12, "answered early: %.1f ms",
 			      rs[i].elapsed_ms);
 		cJSON_Delete(o);
 		http_resp_free(&rs[i]);
 	}
-	fprintf(stderr, "deadline %s: %d calls, budget %d ms, slowest answer %.1f ms\n", behaviour, n,
-		budget_ms, worst);
+	fprintf(stderr, "deadline %s: %d calls, budget %d ms, slowest answer %.1f ms (daemon %.0f ms)\n",
+		behaviour, n, budget_ms, worst, worst_daemon);
+	ck_assert_msg(worst_daemon <= budget_ms + 5 + sanitizer_slack(15),
+		      "the daemon answered %.0f ms after the request", worst_daemon);
 	ck_assert_msg(worst <= budget_ms + slack_ms, "slowest answer %.1f ms > %d + %d", worst,
 		      budget_ms, slack_ms);
 	free(urls);
