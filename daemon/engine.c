@@ -33,6 +33,7 @@
 #include "util.h"
 
 #define CRON_MS 1000
+#define RETENTION_EVERY_S 3600 /* and once a minute after start */
 
 int64_t
 engine_now_ms(const struct engine *e)
@@ -215,6 +216,10 @@ cron_fire(struct timer *t, void *arg)
 	}
 	idem_expire(e->idem, clock_wall_ms());
 	obs_tick(e->obs, clock_wall_ms());
+	/* Retention: old log rows go in small batches on the writer thread. */
+	if (++e->cron_ticks % RETENTION_EVERY_S == 60 && e->cfg->log.retention_days > 0)
+		store_prune(e->store,
+			    clock_wall_ms() - (int64_t)e->cfg->log.retention_days * 86400 * 1000);
 	timerheap_arm(&e->timers, &e->cron_timer, clock_mono_us() + CRON_MS * 1000);
 }
 

@@ -121,6 +121,7 @@ struct engine {
 	int stop_now;
 	int exited;	      /* the loop thread is gone: posted tasks run inline (under qlock) */
 	int64_t started_wall_ms;
+	uint64_t cron_ticks;
 	struct engine_counters counters;
 };
 

@@ -175,8 +175,11 @@ static const char *const store_prune_sql[] = {
 	"WHERE at < ?1 LIMIT ?2)",
 	"DELETE FROM alerts WHERE rowid IN (SELECT rowid FROM alerts "
 	"WHERE at < ?1 LIMIT ?2)",
+	/* SLO windows reach back 30 days whatever log.retention_days says */
 	"DELETE FROM slo_minutes WHERE rowid IN (SELECT rowid FROM "
-	"slo_minutes WHERE minute < ?1 LIMIT ?2)",
+	"slo_minutes WHERE minute < min(?1, unixepoch() * 1000 - 2678400000) LIMIT ?2)",
+	"DELETE FROM cache WHERE rowid IN (SELECT rowid FROM cache "
+	"WHERE stored_at < ?1 LIMIT ?2)",
 	"DELETE FROM reviews WHERE rowid IN (SELECT rowid FROM reviews "
 	"WHERE decided_at < ?1 LIMIT ?2)",
 	"DELETE FROM jobs WHERE rowid IN (SELECT rowid FROM jobs "

@@ -210,8 +210,9 @@ void store_get_stats(struct store *st, struct store_stats *out);
 /*
  * Retention: delete rows whose time is < before_ms: calls (started_at),
  * attempts (started_at), validation_failures (at), degradations (at),
- * events (at), alerts (at), slo_minutes (minute), reviews with decided_at
- * set, jobs done or failed (updated_at). The writer deletes at most 500
+ * events (at), alerts (at), slo_minutes (minute, but never within the
+ * last 31 days: the SLO windows reach back 30), cache (stored_at), reviews
+ * with decided_at set, jobs done or failed (updated_at). The writer deletes at most 500
  * rows per transaction, alternating with normal batches. Asynchronous:
  * returns at once (stats.prune_running says when it is done). A second call
  * while one runs restarts it with the later cutoff. 0 or STORE_E_CLOSED.

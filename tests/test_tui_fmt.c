@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "fmt.h"
 
 static void
@@ -232,6 +233,32 @@ START_TEST(test_utf8_codec)
 }
 END_TEST
 
+START_TEST(test_table)
+{
+	static const char *const titles[] = {"ID", "ROUTE", "INPUT"};
+	static const char *const r1[] = {"7", "intent", "我要退款"};
+	static const char *const r2[] = {"12", "ticket-long", "refund"};
+	struct table *t;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	utf8_mode();
+	fp = open_memstream(&text, &len);
+	t = table_new(3, titles, "r  ");
+	table_add(t, r1);
+	table_add(t, r2);
+	table_print(t, fp);
+	table_free(t);
+	fclose(fp);
+	/* columns line up by display width; the last column is not padded */
+	ck_assert_str_eq(text, "ID  ROUTE        INPUT\n"
+			       " 7  intent       我要退款\n"
+			       "12  ticket-long  refund\n");
+	free(text);
+}
+END_TEST
+
 static Suite *
 tui_fmt_suite(void)
 {
@@ -239,10 +266,9 @@ tui_fmt_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"width", test_width}, {"fit", test_fit},
-		{"wrap", test_wrap},   {"numbers", test_numbers},
-		{"spark", test_spark}, {"bar", test_bar},
-		{"parse", test_parse}, {"utf8_codec", test_utf8_codec},
+		{"width", test_width},	   {"fit", test_fit},	  {"wrap", test_wrap},
+		{"numbers", test_numbers}, {"spark", test_spark}, {"bar", test_bar},
+		{"parse", test_parse},	   {"table", test_table}, {"utf8_codec", test_utf8_codec},
 	};
 	Suite *s = suite_create("tui_fmt");
 	TCase *tc;

@@ -255,11 +255,9 @@ merge(struct console *c, struct fetch_result *r)
 static void
 draw_title(struct console *c)
 {
-	int x = 0, i;
+	int x = 0, i, full = 9;
 
 	ui_fill(0, 0, COLS, C_TITLE);
-	int full = 9;
-
 	for (i = 0; i < SCR__COUNT; i++)
 		full += 4 + fmt_width(screens[i]->name);
 	x += ui_put(0, x, COLS - x, C_TITLE, " fusebox ", 0);
