@@ -13,7 +13,10 @@ cd "$here"
 
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
 	libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libcjson-dev
-	libncurses-dev check tmux sqlite3 curl procps)
+	libncurses-dev check tmux sqlite3 curl procps
+	prometheus iproute2 clang libclang-rt-14-dev)
+# prometheus: promtool checks the /metrics output and the fleet rules;
+# iproute2: the netem fault test; clang + libclang-rt: the libFuzzer targets.
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -41,11 +44,20 @@ deps() {
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
 	# apt-get update only when the package lists are missing or a package
 	# is not known to them.
-	if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e lock -e partial)" ] ||
+	if ! compgen -G '/var/lib/apt/lists/*_Packages' >/dev/null ||
 		! apt-cache show "${missing[@]}" >/dev/null 2>&1; then
 		$sudo apt-get update -qq
 	fi
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	# Packages such as prometheus ship a service: never start one here.
+	local guard=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		guard=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' | $sudo tee "$guard" >/dev/null
+		$sudo chmod +x "$guard"
+	fi
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" ||
+		{ [ -z "$guard" ] || $sudo rm -f "$guard"; return 1; }
+	[ -z "$guard" ] || $sudo rm -f "$guard"
 }
 
 setup() { # dir [meson options...]

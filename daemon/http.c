@@ -298,6 +298,28 @@ queue_response(struct http_req *r)
 	return ret;
 }
 
+/*
+ * The OpenAI error "type" for a status, so that every error body of the
+ * daemon also reads as an OpenAI error ({"error":{"message","type","code"}})
+ * to SDK clients of the facade.
+ */
+static const char *
+error_type(unsigned status)
+{
+	switch (status) {
+	case 401:
+		return "authentication_error";
+	case 403:
+		return "permission_error";
+	case 404:
+		return "not_found_error";
+	case 429:
+		return "rate_limit_error";
+	default:
+		return status >= 500 ? "server_error" : "invalid_request_error";
+	}
+}
+
 static void
 set_error(struct http_req *r, unsigned status, const char *code, const char *message)
 {
@@ -305,6 +327,7 @@ set_error(struct http_req *r, unsigned status, const char *code, const char *mes
 
 	cJSON_AddStringToObject(e, "code", code);
 	cJSON_AddStringToObject(e, "message", message);
+	cJSON_AddStringToObject(e, "type", error_type(status));
 	free(r->resp_body);
 	r->resp_body = cJSON_PrintUnformatted(o);
 	r->resp_len = strlen(r->resp_body);
@@ -591,6 +614,7 @@ http_respond_error(struct http_req *r, unsigned status, const char *code, const 
 	e = cJSON_AddObjectToObject(o, "error");
 	cJSON_AddStringToObject(e, "code", code);
 	cJSON_AddStringToObject(e, "message", msg);
+	cJSON_AddStringToObject(e, "type", error_type(status));
 	body = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	http_respond(r, status, body, strlen(body));
