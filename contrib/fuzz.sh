@@ -31,7 +31,7 @@ die() {
 }
 
 case $secs in
-'' | *[!0-9]*) die "usage: contrib/fuzz.sh [SECONDS [TARGET...]] (SECONDS: a whole number)" ;;
+'' | *[!0-9]* | 0) die "usage: contrib/fuzz.sh [SECONDS [TARGET...]] (SECONDS: a whole number >= 1)" ;;
 esac
 if [ "$#" -gt 0 ]; then
 	shift

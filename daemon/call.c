@@ -119,6 +119,8 @@ struct call {
 	int closing;
 	char *last_raw;      /* last model output, for review items */
 	const char *review_reason; /* "low_confidence", "manual": enqueue with the answer */
+	int xcheck;		   /* a cross-check shadow call: off the caller's path */
+	int force_bidx;		   /* -1, or the only backend this call may use */
 	struct call_answer ans;
 	call_done_fn done;
 	void *done_arg;
@@ -201,7 +203,7 @@ call_fall(struct call *c, const char *reason)
 
 	if (c->reason[0] == '\0')
 		snprintf(c->reason, sizeof c->reason, "%s", reason);
-	{
+	if (!c->xcheck) {
 		struct store_val v[] = { SVI(c->e->next_degradation_id++), SVI(c->id),
 					 SVT(c->rc->name), SVT(step_name(c->step)), SVT(step_name(to)),
 					 SVT(reason), SVI(now_wall) };
@@ -210,7 +212,7 @@ call_fall(struct call *c, const char *reason)
 	}
 	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
 		  step_name(to), reason);
-	if (c->route < c->e->nroutes)
+	if (c->route < c->e->nroutes && !c->xcheck)
 		obs_degradation(c->e->obs, c->route, reason);
 	c->step = to;
 	c->step_retries = 0;
@@ -253,32 +255,159 @@ log_call_row(struct call *c)
 	free(response);
 }
 
+/* One review item (pending), written with the log rows. */
 static void
-enqueue_review(struct call *c, const char *reason, const cJSON *result)
+review_insert(struct engine *e, const struct route_cfg *rc, const char *request_id, int64_t call_id,
+	      const char *reason, const char *input, const char *raw, const cJSON *result,
+	      int has_conf, double conf, const cJSON *alt_result)
 {
-	const struct review_cfg *rv = &c->rc->review;
+	const struct review_cfg *rv = &rc->review;
 	enum priority prio = strcmp(reason, "manual") == 0 ? PRIORITY_HIGH : rv->priority;
 	int64_t now = clock_wall_ms();
 	char *res = result ? cJSON_PrintUnformatted(result) : NULL;
+	char *alt = alt_result ? cJSON_PrintUnformatted(alt_result) : NULL;
 	struct store_val v[] = {
 		SVN,
-		SVT(c->rc->name),
-		SVT(c->request_id),
-		SVI(c->id),
+		SVT(rc->name),
+		SVT(request_id),
+		SVI(call_id),
 		SVI(prio),
 		SVT(reason),
 		SVT("pending"),
 		SVI(now),
 		SVI(now + (int64_t)rv->sla_s[prio] * 1000),
-		SVT(input_text(c)),
-		SVT(c->last_raw),
+		SVT(input),
+		SVT(raw),
 		SVT(res),
-		c->ans.has_confidence ? SVR(c->ans.confidence) : SVN,
-		SVN,
+		has_conf ? SVR(conf) : SVN,
+		SVT(alt),
 	};
 
-	store_put(c->e->store, STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v));
+	store_put(e->store, STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v));
 	free(res);
+	free(alt);
+}
+
+static void
+enqueue_review(struct call *c, const char *reason, const cJSON *result)
+{
+	review_insert(c->e, c->rc, c->request_id, c->id, reason, input_text(c), c->last_raw, result,
+		      c->ans.has_confidence, c->ans.confidence, NULL);
+}
+
+
+/* ---- off the caller's path: rules shadow and cross-check (DESIGN.md step 9) ---- */
+
+/* Every key of sub has an equal value in obj. */
+static int
+json_subset_equal(const cJSON *sub, const cJSON *obj)
+{
+	const cJSON *k;
+
+	if (!cJSON_IsObject(sub) || !cJSON_IsObject(obj))
+		return cJSON_Compare(sub, obj, 1);
+	cJSON_ArrayForEach(k, sub)
+	{
+		if (!cJSON_Compare(k, cJSON_GetObjectItemCaseSensitive(obj, k->string), 1))
+			return 0;
+	}
+	return 1;
+}
+
+/* Sampled model answers also go through the rule engine: would the fallback have agreed? */
+static void
+rules_shadow(struct call *c, const cJSON *result)
+{
+	const struct route_cfg *rc = c->rc;
+	struct rules_hit hit;
+	const char *in;
+	int agree;
+
+	if (!rc->rules_shadow.enabled || !rc->rules.enabled || result == NULL || c->xcheck ||
+	    rng_double(&c->e->rng) >= rc->rules_shadow.sample_rate)
+		return;
+	in = input_text(c);
+	agree = rules_eval(&rc->rules, in, strlen(in), &hit) == 0 && json_subset_equal(hit.result, result);
+	if (c->route < c->e->nroutes)
+		obs_shadow(c->e->obs, c->route, agree, clock_wall_ms());
+}
+
+struct xcheck_ctx {
+	char *route;
+	char *request_id;
+	int64_t call_id;
+	char *input;
+	char *raw;
+	cJSON *result;
+	int has_conf;
+	double conf;
+};
+
+static void
+xcheck_done(struct call *sc, const struct call_answer *a, void *arg)
+{
+	struct xcheck_ctx *x = arg;
+	struct engine *e = sc->e;
+	const struct route_cfg *rc = sc->rc;
+	int i, agree = 1, route = engine_route_index(e, x->route);
+
+	if (a->source == SOURCE_LLM && a->result) {
+		for (i = 0; i < rc->cross_check.ncompare; i++) {
+			const char *f = rc->cross_check.compare[i];
+			const cJSON *m = cJSON_GetObjectItemCaseSensitive(x->result, f);
+			const cJSON *o = cJSON_GetObjectItemCaseSensitive(a->result, f);
+
+			if (!(m == NULL && o == NULL) && !cJSON_Compare(m, o, 1))
+				agree = 0;
+		}
+		if (route >= 0)
+			obs_cross_check(e->obs, route, agree, clock_wall_ms());
+		if (!agree)
+			review_insert(e, rc, x->request_id, x->call_id, "cross_check_mismatch", x->input,
+				      x->raw, x->result, x->has_conf, x->conf, a->result);
+	}
+	free(x->route);
+	free(x->request_id);
+	free(x->input);
+	free(x->raw);
+	cJSON_Delete(x->result);
+	free(x);
+}
+
+/* For a sample of answered calls, ask cross_check.backend the same question. */
+static void
+xcheck_maybe_start(struct call *c, const cJSON *result, int has_conf, double conf)
+{
+	const struct cross_check_cfg *cc = &c->rc->cross_check;
+	struct engine *e = c->e;
+	struct xcheck_ctx *x;
+	struct call_req cr;
+	int bidx;
+
+	if (!cc->enabled || c->xcheck || result == NULL || e->stopping ||
+	    rng_double(&e->rng) >= cc->sample_rate)
+		return;
+	bidx = engine_backend_index(e, cc->backend);
+	if (bidx < 0)
+		return;
+	x = xcalloc(1, sizeof *x);
+	x->route = xstrdup(c->rc->name);
+	x->request_id = xstrdup(c->request_id);
+	x->call_id = c->id;
+	x->input = xstrdup(input_text(c));
+	x->raw = c->last_raw ? xstrdup(c->last_raw) : NULL;
+	x->result = cJSON_Duplicate(result, 1);
+	x->has_conf = has_conf;
+	x->conf = conf;
+	memset(&cr, 0, sizeof cr);
+	cr.route = c->route;
+	cr.request_id = xasprintf("%s~xcheck", c->request_id);
+	cr.input = c->req.input ? xstrdup(c->req.input) : NULL;
+	cr.messages = c->req.messages ? cJSON_Duplicate(c->req.messages, 1) : NULL;
+	cr.allow_llm = 1;
+	cr.xcheck_backend = bidx + 1;
+	cr.xcheck_call_id = c->id;
+	call_start(e, &cr, xcheck_done, x);
 }
 
 /* Feed the route's auto-level state machine with what this call says. */
@@ -334,6 +463,8 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 		a->review = 1;
 		enqueue_review(c, c->review_reason, result);
 	}
+	if (c->xcheck)
+		goto handed; /* a shadow: no calls row, no SLO, no escalation */
 	call_escalation(c, src);
 	{
 		struct call_obs co = {
@@ -357,6 +488,7 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 			obs_call(c->e->obs, &co);
 	}
 	log_call_row(c);
+handed:
 	c->e->inflight--;
 	c->done(c, a, c->done_arg);
 	/* Reaped before the engine sleeps (never freed inside a callback). */
@@ -828,13 +960,21 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	if (ok) {
 		enum source src = c->step == STEP_BACKUP ? SOURCE_BACKUP : SOURCE_LLM;
 
-		if (vr.review)
+		if (vr.review && !c->xcheck)
 			c->review_reason = "low_confidence";
-		if (c->rc->cache.enabled && vr.result)
+		else if (!c->xcheck && c->rc->review.sample_rate > 0 &&
+			 rng_double(&e->rng) < c->rc->review.sample_rate)
+			c->review_reason = "sampled";
+		if (c->rc->cache.enabled && vr.result && !c->xcheck)
 			cache_put(e->cache, c->rc->name, input_text(c), vr.result, vr.has_confidence,
 				  vr.confidence, clock_wall_ms(), e->store);
 		c->ans.prompt_tokens = reply.prompt_tokens;
 		c->ans.completion_tokens = reply.completion_tokens;
+		if (!c->xcheck) {
+			rules_shadow(c, vr.result);
+			if (src == SOURCE_LLM)
+				xcheck_maybe_start(c, vr.result, vr.has_confidence, vr.confidence);
+		}
 		call_answer(c, 200, src, b->cfg->name, vr.result, reply.content, vr.has_confidence,
 			    vr.confidence);
 		goto out;
@@ -945,7 +1085,7 @@ deadline_fire(struct timer *t, void *arg)
 static int
 call_target_backend(const struct call *c, const struct target_cfg *t)
 {
-	if (c->hold->cfg == c->e->cfg)
+	if (c->hold->cfg == c->e->cfg || c->force_bidx >= 0)
 		return t->backend_idx;
 	return engine_backend_index(c->e, t->backend);
 }
@@ -1001,9 +1141,20 @@ model_step(struct call *c, const char **why)
 		return 1;
 	}
 	n = MIN(n, MAX_TARGETS);
+	if (c->force_bidx >= 0) {
+		/* a cross-check: its one backend, whatever the route's targets */
+		static struct target_cfg forced;
+
+		forced.backend = e->backends[c->force_bidx].cfg->name;
+		forced.backend_idx = c->force_bidx;
+		forced.weight = 1;
+		targets = &forced;
+		n = 1;
+	}
 	for (i = 0; i < n; i++) {
-		double w = c->step == STEP_PRIMARY && c->rt->cfg == rc ? c->rt->weights[i]
-									: targets[i].weight;
+		double w = c->step == STEP_PRIMARY && c->rt->cfg == rc && c->force_bidx < 0
+				   ? c->rt->weights[i]
+				   : targets[i].weight;
 
 		bidx = call_target_backend(c, &targets[i]);
 		if (bidx < 0) {
@@ -1083,6 +1234,11 @@ call_step(struct call *c)
 	const char *why = NULL;
 
 	while (!c->answered) {
+		if (c->xcheck && c->step > STEP_PRIMARY) {
+			/* a cross-check only asks its one backend: no verdict */
+			call_answer(c, 503, SOURCE_NONE, NULL, NULL, NULL, 0, 0);
+			return;
+		}
 		switch (c->step) {
 		case STEP_PRIMARY:
 		case STEP_BACKUP:
@@ -1157,11 +1313,13 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	c->rc = c->rt->cfg;
 	c->hold = engine_hold_get(e);
 	c->rt->live_calls++;
-	c->id = e->next_call_id++;
+	c->id = c->req.xcheck_backend ? c->req.xcheck_call_id : e->next_call_id++;
 	c->done = done;
 	c->done_arg = arg;
 	c->avoid_backend = -1;
 	c->queued_bidx = -1;
+	c->force_bidx = c->req.xcheck_backend - 1;
+	c->xcheck = c->req.xcheck_backend > 0;
 	c->ans.prompt_tokens = -1;
 	c->ans.completion_tokens = -1;
 	c->start_us = c->req.recv_us ? c->req.recv_us : clock_mono_us();
@@ -1187,6 +1345,11 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	 * Level 3 (async queue) is handled by the API before a call starts;
 	 * a call that gets here at level 3 walks from the rule engine. */
 	first = STEP_PRIMARY;
+	if (c->xcheck) {
+		c->step = STEP_PRIMARY;
+		call_step(c);
+		return;
+	}
 	if (!c->req.allow_llm) {
 		first = STEP_RULES;
 		snprintf(c->reason, sizeof c->reason, "llm_disallowed");

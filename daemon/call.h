@@ -39,6 +39,8 @@ struct call_req {
 	struct upstream_params params; /* facade pass-through; params.response_format owned */
 	call_delta_fn on_delta;	       /* non-NULL: stream the model's answer */
 	void *delta_arg;
+	int xcheck_backend;	       /* cross-check shadow: 1 + the only backend to ask; 0: a normal call */
+	int64_t xcheck_call_id;	       /* the checked call (its attempts rows name it) */
 };
 
 void call_req_clear(struct call_req *cr);

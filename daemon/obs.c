@@ -1024,6 +1024,16 @@ window_json(const struct slo_counts *c)
 	add_ratio(x, "timeout_rate", s.timeout_rate);
 	add_ratio(x, "retry_rate", s.retry_rate);
 	add_ratio(x, "format_violation_rate", s.format_violation_rate);
+	{
+		/* issue "SLOs": review diff rate, rules-shadow and cross-check
+		 * agreement; null when nothing was decided / sampled */
+		static const char *const extra[] = { "review_diff_rate", "shadow_agreement",
+						     "cross_check_agreement" };
+		double v;
+
+		for (i = 0; i < ARRAY_SIZE(extra); i++)
+			add_ratio(x, extra[i], slo_metric_value(c, extra[i], &v) == 0 ? v : NAN);
+	}
 	bs = cJSON_AddObjectToObject(x, "by_source");
 	for (i = 0; i < ARRAY_SIZE(srcs); i++) {
 		answered += c->v[srcs[i].f];

@@ -334,6 +334,103 @@ START_TEST(async_job_survives_kill_9)
 }
 END_TEST
 
+/* /v1/slo window 5m of route intent, field name (a number; -1 when null/absent). */
+static double
+slo_5m(const char *field)
+{
+	struct http_resp r;
+	cJSON *o, *w;
+	double v;
+
+	ck_assert_int_eq(itd_req(&T, "GET", "/v1/slo?route=intent", NULL, "view-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	o = itd_json(&r);
+	http_resp_free(&r);
+	w = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
+						     "windows"),
+				"5m");
+	v = itd_num(w, field);
+	cJSON_Delete(o);
+	return v;
+}
+
+START_TEST(cross_check_mismatch_goes_to_review)
+{
+	cJSON *o;
+	int i;
+
+	start(RULES_NO_DEFAULT ",\"cross_check\":{\"backend\":\"backup\",\"sample_rate\":1.0,"
+			       "\"compare\":[\"intent\"]}");
+	ck_assert_int_eq(mock_set(&T.mock, "backup",
+				  "{\"content\":\"{\\\"intent\\\":\\\"complaint\\\"}\"}"), 0);
+	o = call("{\"input\":\"money back\",\"request_id\":\"xc-1\"}", 200);
+	ck_assert_str_eq(itd_str(o, "source"), "llm"); /* the caller never waits for it */
+	cJSON_Delete(o);
+	for (i = 0; i < 40 && itd_count(&T, "reviews WHERE reason='cross_check_mismatch'") < 1; i++)
+		usleep(50 * 1000);
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE reason='cross_check_mismatch' AND request_id='xc-1' "
+				       "AND json_extract(result,'$.intent')='refund' AND "
+				       "json_extract(alt_result,'$.intent')='complaint'"), 1);
+	ck_assert_int_eq(mock_requests(&T.mock, "backup"), 1);
+	/* the cross-check asked with its own request id; no calls row of its own */
+	ck_assert_int_eq(itd_count(&T, "calls"), 1);
+	ck_assert_int_eq(itd_count(&T, "attempts WHERE backend='backup' AND request_id='xc-1~xcheck'"), 1);
+	/* an agreeing backup: no new item, agreement 1 of 2 */
+	ck_assert_int_eq(mock_set(&T.mock, "backup", "{}"), 0);
+	o = call("{\"input\":\"money back\"}", 200);
+	cJSON_Delete(o);
+	usleep(300 * 1000);
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE reason='cross_check_mismatch'"), 1);
+	ck_assert_double_eq_tol(slo_5m("cross_check_agreement"), 0.5, 1e-9);
+}
+END_TEST
+
+START_TEST(rules_shadow_measures_agreement)
+{
+	cJSON *o;
+
+	start(RULES_NO_DEFAULT ",\"rules_shadow\":{\"sample_rate\":1.0}");
+	/* the model says refund; the rules say refund for "refund" and nothing for "hello" */
+	o = call("{\"input\":\"refund\"}", 200);
+	cJSON_Delete(o);
+	o = call("{\"input\":\"refund please\"}", 200);
+	cJSON_Delete(o);
+	o = call("{\"input\":\"hello\"}", 200);
+	cJSON_Delete(o);
+	ck_assert_double_eq_tol(slo_5m("shadow_agreement"), 2.0 / 3.0, 1e-9);
+}
+END_TEST
+
+START_TEST(level_3_queues_and_drains_when_released)
+{
+	struct http_resp r;
+	cJSON *o;
+
+	start(RULES_NO_DEFAULT);
+	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	o = call("{\"input\":\"refund\",\"request_id\":\"l3-1\"}", 202);
+	ck_assert_str_eq(itd_str(o, "status"), "queued");
+	cJSON_Delete(o);
+	usleep(400 * 1000);
+	/* still queued while the route is at level 3; the model untouched */
+	o = wait_status("l3-1", "queued", 1000);
+	ck_assert_ptr_nonnull(o);
+	cJSON_Delete(o);
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
+	ck_assert_int_eq(itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	o = wait_status("l3-1", "done", 3000);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "response"), "source"), "llm");
+	cJSON_Delete(o);
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 1);
+}
+END_TEST
+
 static Suite *
 ladder_suite(void)
 {
@@ -354,6 +451,9 @@ ladder_suite(void)
 	ADD(escalation_and_recovery);
 	ADD(async_job_runs_and_calls_back);
 	ADD(async_job_survives_kill_9);
+	ADD(cross_check_mismatch_goes_to_review);
+	ADD(rules_shadow_measures_agreement);
+	ADD(level_3_queues_and_drains_when_released);
 	return s;
 }
 
