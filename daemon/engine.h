@@ -30,6 +30,7 @@ struct cache;
 struct obs;
 struct notify;
 struct jobs;
+struct review_q;
 
 /* Runtime state of one backend (breaker, bulkhead, health). */
 struct backend_rt {
@@ -113,6 +114,7 @@ struct engine {
 	struct obs *obs;	     /* SLO counters, metrics, alerts */
 	struct notify *notify;	     /* webhook / callback delivery thread */
 	struct jobs *jobs;	     /* the L3 async queue */
+	struct review_q *review_q;   /* review queue: open counts, overflow (review_q.c) */
 	const char **route_names;
 	int inflight;	      /* calls admitted and not answered */
 	struct call *calls;   /* live calls (doubly linked) */

@@ -13,10 +13,10 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+#include "http.h"
 #include "store.h"
 
 struct engine;
-struct endpoint;
 
 enum review_q_e {
 	REVIEW_Q_E_NOT_FOUND = 1, /* no item with that id */
@@ -63,9 +63,9 @@ struct review_item {
 	char *result; /* JSON */
 	int has_confidence;
 	double confidence;
-	char *alt_result; /* JSON */
-	char *reviewer;	  /* the claimer, then the decider */
-	char *verdict;	  /* "approve" | "correct" | "reject" once decided */
+	char *alt_result;	/* JSON */
+	char *reviewer;		/* the claimer, then the decider */
+	char *verdict;		/* "approve" | "correct" | "reject" once decided */
 	char *corrected_result; /* JSON */
 	char *note;
 	int64_t decided_at; /* 0: not decided */
@@ -74,13 +74,13 @@ struct review_item {
 
 /* A new item (review_q_enqueue). Everything borrowed. */
 struct review_new {
-	int route;		  /* index into the engine's routes */
+	const struct route_cfg *rc; /* the call's route (may be one a reload removed) */
 	const char *request_id;
-	int64_t call_id;	  /* 0: none */
-	const char *reason;	  /* "low_confidence", "sampled", "cross_check_mismatch", "manual", ... */
-	const char *input;	  /* the call's input text, may be NULL */
-	const char *raw_output;	  /* the model's text, may be NULL */
-	const cJSON *result;	  /* the answer under review, NULL for "manual" */
+	int64_t call_id;    /* 0: none */
+	const char *reason; /* "low_confidence", "sampled", "cross_check_mismatch", "manual", ... */
+	const char *input;  /* the call's input text, may be NULL */
+	const char *raw_output; /* the model's text, may be NULL */
+	const cJSON *result;	/* the answer under review, NULL for "manual" */
 	int has_confidence;
 	double confidence;
 	const cJSON *alt_result;  /* the cross-check's answer, or NULL */
@@ -94,8 +94,8 @@ struct review_change {
 	const char *verdict;	      /* NULL unless deciding */
 	const char *corrected_result; /* JSON text; NULL unless corrected */
 	const char *note;
-	int64_t decided_at;	      /* 0 unless deciding */
-	const char *why;	      /* for the log line */
+	int64_t decided_at; /* 0 unless deciding */
+	const char *why;    /* for the log line */
 };
 
 /* Per-route open items. */
@@ -109,8 +109,8 @@ struct review_counts {
 /* What the overflow policy does now (review_overflow_plan). */
 enum review_overflow_act {
 	REVIEW_OVERFLOW_NONE = 0,
-	REVIEW_OVERFLOW_ACCEPT_LOW, /* auto-approve `accept` low-priority pending items, oldest first */
-	REVIEW_OVERFLOW_NO_LOW,	    /* over capacity, no low-priority pending item: keep everything */
+	REVIEW_OVERFLOW_ACCEPT_LOW, /* approve `accept` low pending items, oldest first */
+	REVIEW_OVERFLOW_KEEP,	    /* over capacity, nothing to do: keep all, say so once */
 	REVIEW_OVERFLOW_FORCE_L2,   /* force the route to level 2 */
 	REVIEW_OVERFLOW_RELEASE_L2, /* lift the level-2 force this policy set */
 };
@@ -118,10 +118,10 @@ enum review_overflow_act {
 struct review_overflow_in {
 	enum overflow policy;
 	int capacity;
-	int open;	   /* open items of the route */
-	int low_pending;   /* of which pending with priority low */
-	int forced_by_us;  /* the route's forced level is ours (actor review_overflow) */
-	int forced_by_op;  /* an operator's forced level is in force */
+	int open;	  /* open items of the route */
+	int low_pending;  /* of which pending with priority low */
+	int forced_by_us; /* the route's forced level is ours (actor review_overflow) */
+	int forced_by_op; /* an operator's forced level is in force */
 };
 
 struct review_overflow_plan {
@@ -161,8 +161,6 @@ enum priority review_priority_for(const struct review_cfg *rv, const char *reaso
 int64_t review_due_at(const struct review_cfg *rv, enum priority prio, int64_t created_ms);
 /* 1 when an item in state s due at due_ms is overdue at now_ms (open and due_ms <= now_ms). */
 int review_is_overdue(enum review_state s, int64_t due_ms, int64_t now_ms);
-/* Sampling (step 9): 1 when a model answer with uniform draw u in [0,1) is sampled. */
-int review_sampled(const struct review_cfg *rv, double u);
 /*
  * Move one item of priority p from state `from` to `to` in c (open,
  * pending and claimed stay consistent; a decided state leaves the queue).
@@ -173,11 +171,13 @@ void review_counts_move(struct review_counts *c, enum priority p, enum review_st
 /*
  * The overflow decision. The queue is over capacity when open > capacity.
  * auto_accept_low: accept min(open - capacity, low_pending) items
- * (ACCEPT_LOW), or NO_LOW when there is none to accept. force_l2: FORCE_L2
- * when over capacity and no forced level is in force (an operator's force
- * is left alone); RELEASE_L2 when our force is in place and open has
- * fallen below capacity (open < capacity: one item of hysteresis, so the
- * route does not flap on every enqueue). Otherwise NONE.
+ * (ACCEPT_LOW), or KEEP when there is none to accept. force_l2: FORCE_L2
+ * when over capacity and no forced level is in force; KEEP when an
+ * operator's forced level is (it is left alone); RELEASE_L2 when our force
+ * is in place and open has fallen below capacity (open < capacity: one
+ * item of hysteresis, so the route does not flap on every enqueue), or at
+ * once when the route's policy is no longer force_l2 (after a reload).
+ * Otherwise NONE. Items are never dropped.
  */
 void review_overflow_plan(const struct review_overflow_in *in, struct review_overflow_plan *out);
 
@@ -188,20 +188,30 @@ void review_overflow_plan(const struct review_overflow_in *in, struct review_ove
  * reviews table (read through e->reader), the overdue watermark from the
  * last review_overdue event, then the overflow policy of every route is
  * applied once (a restart with a smaller capacity acts at once). Call from
- * engine_create() after e->routes and e->reader are set. 0, or
- * REVIEW_Q_E_STORE / -errno with *cause (caller frees).
+ * engine_create() after e->routes and e->reader are set (and after
+ * control_restore(), so that an operator's forced level is known). 0, or
+ * REVIEW_Q_E_STORE with *cause (caller frees); e->review_q is then unset.
  */
 int review_q_load(struct engine *e, char **cause);
+/*
+ * After a reload swapped e->cfg and e->routes: rebuild the per-route
+ * counts for the new route set (recounted from the table; carried over by
+ * route name should that query fail), keep the overdue watermark, and
+ * apply the new capacities and policies (a force_l2 force is released at
+ * once when its route's policy changed). Never fails.
+ */
+void review_q_reconfigure(struct engine *e, int64_t now_wall_ms);
 /* Free the queue (engine_free). NULL ok. */
 void review_q_free(struct review_q *q);
 
 /*
  * Enqueue an item: priority from review_priority_for(), due_at from the
  * route's SLA and now_wall_ms; the row (state pending) is committed before
- * this returns; then the route's overflow policy runs. *id (may be NULL)
- * gets the new item's id. 0; REVIEW_Q_E_STORE or -EINVAL (bad route) with
- * *cause. Blocks the engine thread for one synchronous commit (two when
- * the overflow policy acts).
+ * this returns; then the route's overflow policy runs. A route a reload
+ * removed while the call ran is fine: the item is stored, not counted.
+ * *id (may be NULL) gets the new item's id. 0;
+ * REVIEW_Q_E_STORE or -EINVAL with *cause. Blocks the engine thread for
+ * one synchronous commit (more when the overflow policy acts).
  */
 int review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms, int64_t *id,
 		     char **cause);
@@ -218,6 +228,18 @@ int review_q_open(const struct engine *e, int route);
 /* Counts of route i (metrics: pending by priority, overdue); zeroes for a bad index. */
 void review_q_counts(const struct engine *e, int route, struct review_counts *out);
 
+/*
+ * The reviews columns review_item_from_row() reads, in its order, for
+ * "SELECT " REVIEW_ITEM_COLUMNS " FROM reviews ...".
+ */
+#define REVIEW_ITEM_COLUMNS                                                                        \
+	"id, route, request_id, call_id, priority, reason, state, created_at, due_at, input, "     \
+	"raw_output, result, confidence, alt_result, reviewer, verdict, corrected_result, note, "  \
+	"decided_at, callback_url"
+/* Fill *it (strings new) from a row of REVIEW_ITEM_COLUMNS. 0, or -EINVAL (bad state/priority). */
+int review_item_from_row(sqlite3_stmt *row, struct review_item *it);
+/* A JSON column as a value: null for NULL, the parsed JSON, or the text as a string. New tree. */
+cJSON *review_json_value(const char *text);
 /* Read item id (e->reader). 0, REVIEW_Q_E_NOT_FOUND, or REVIEW_Q_E_STORE with *cause. */
 int review_q_get(struct engine *e, int64_t id, struct review_item *out, char **cause);
 void review_item_clear(struct review_item *it);
@@ -243,7 +265,7 @@ int review_q_set_state(struct review_q *q, struct store *st, struct review_item 
  */
 int review_q_overflow(struct engine *e, int route, int64_t now_wall_ms, char **cause);
 
-/* Queue object for tests: n routes of cfg (borrowed). review_q_free() it. */
+/* A queue with zero counts for the routes of cfg (names copied). review_q_free() it. */
 struct review_q *review_q_new(const struct config *cfg);
 /* Counts of route i in q (tests); NULL for a bad index. */
 const struct review_counts *review_q_route_counts(const struct review_q *q, int route);
