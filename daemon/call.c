@@ -29,6 +29,7 @@
 
 #include "budget.h"
 #include "cache.h"
+#include "canary.h"
 #include "clock.h"
 #include "engine.h"
 #include "idem.h"
@@ -66,6 +67,7 @@ struct attempt {
 	char retry_after[64];
 	int is_probe;
 	int canary; /* the target picked was a canary */
+	int target; /* index among the route's primary targets (canary guard); -1 otherwise */
 	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
 	struct attempt_timeouts to;
 	int64_t started_us;
@@ -110,6 +112,7 @@ struct call {
 	struct bulkhead_waiter bw;
 	int queued_bidx;     /* -1 when not waiting for a bulkhead slot */
 	int queued_canary;
+	int queued_target;
 	int deadline_passed;
 	int timeouts;	     /* attempts that ended in a timeout */
 	int format_violations; /* attempts that ended validation_format */
@@ -703,7 +706,7 @@ attempt_total_ms(struct call *c, struct backend_rt *b, int64_t input_tokens)
 
 /* Start one attempt on backend bidx; the bulkhead slot and breaker permit are held. */
 static void
-attempt_start(struct call *c, int bidx, int is_probe, int canary)
+attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 {
 	struct engine *e = c->e;
 	struct backend_rt *b = &e->backends[bidx];
@@ -716,6 +719,7 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary)
 	a->bidx = bidx;
 	a->is_probe = is_probe;
 	a->canary = canary;
+	a->target = target;
 	a->id = e->next_attempt_id++;
 	a->attempt_no = ++c->attempts;
 	a->started_us = clock_mono_us();
@@ -946,6 +950,10 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	}
 
 	verdict = breaker_classify(&b->cfg->breaker, o);
+	/* the canary guard counts transport and validation failures */
+	if (a->target >= 0 && c->rt->canary && c->rt->cfg == c->rc)
+		canary_record(&c->rt->canary[a->target], now_ms,
+			      verdict == BREAKER_FAILURE || outcome_is_validation(o));
 	breaker_record(&b->breaker, now_ms, verdict, o, total_ms, a->is_probe);
 	engine_breaker_events(e, b);
 	health_record(&b->health, now_ms, verdict != BREAKER_FAILURE, total_ms);
@@ -1049,7 +1057,7 @@ queue_fire(struct timer *t, void *arg)
 		return;
 	}
 	engine_breaker_events(c->e, b);
-	attempt_start(c, (int)(b - c->e->backends), is_probe, c->queued_canary);
+	attempt_start(c, (int)(b - c->e->backends), is_probe, c->queued_canary, c->queued_target);
 }
 
 static void
@@ -1207,6 +1215,8 @@ model_step(struct call *c, const char **why)
 		c->bw.arg = c;
 		c->queued_bidx = bidx;
 		c->queued_canary = targets[picked].canary;
+		c->queued_target =
+			c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc ? picked : -1;
 		bulkhead_enqueue(&b->bulkhead, &c->bw);
 		engine_timer_arm(e, &c->t_queue, clock_mono_us() + wait * 1000);
 		return 0;
@@ -1221,7 +1231,8 @@ model_step(struct call *c, const char **why)
 		return 1;
 	}
 	engine_breaker_events(e, b);
-	attempt_start(c, bidx, is_probe, targets[picked].canary);
+	attempt_start(c, bidx, is_probe, targets[picked].canary,
+		      c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc ? picked : -1);
 	return 0;
 }
 

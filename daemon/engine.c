@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "canary.h"
 #include "call.h"
 #include "clock.h"
 #include "control.h"
@@ -216,6 +217,7 @@ cron_fire(struct timer *t, void *arg)
 	}
 	idem_expire(e->idem, clock_wall_ms());
 	obs_tick(e->obs, clock_wall_ms());
+	canary_tick(e, now);
 	/* Retention: old log rows go in small batches on the writer thread. */
 	if (++e->cron_ticks % RETENTION_EVERY_S == 60 && e->cfg->log.retention_days > 0)
 		store_prune(e->store,
@@ -356,11 +358,15 @@ route_rt_init(struct route_rt *rt, const struct route_cfg *rc)
 	rt->weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *rt->weights);
 	for (j = 0; j < rc->ntargets; j++)
 		rt->weights[j] = rc->targets[j].weight;
+	if (rc->canary_guard.enabled)
+		rt->canary = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *rt->canary);
 }
 
 static void
 route_rt_free(struct route_rt *rt)
 {
+	free(rt->canary);
+	rt->canary = NULL;
 	free(rt->weights);
 	free(rt->forced_actor);
 	free(rt->forced_reason);
@@ -688,11 +694,16 @@ engine_reload(struct engine *e, struct config *ncfg, char **cause)
 		}
 		nr[i] = e->routes[j];
 		rmap[j] = i;
-		if (!same_targets(e->routes[j].cfg, rc)) {
+		if (!same_targets(e->routes[j].cfg, rc) ||
+		    rc->canary_guard.enabled != (nr[i].canary != NULL)) {
 			free(nr[i].weights);
 			nr[i].weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].weights);
 			for (j = 0; j < rc->ntargets; j++)
 				nr[i].weights[j] = rc->targets[j].weight;
+			free(nr[i].canary);
+			nr[i].canary = rc->canary_guard.enabled
+					       ? xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].canary)
+					       : NULL;
 		}
 		nr[i].cfg = rc;
 	}

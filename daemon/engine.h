@@ -58,6 +58,7 @@ struct route_rt {
 	uint64_t calls;
 	uint64_t retries_denied; /* retry budget said no */
 	int live_calls;		 /* calls running on this route now */
+	struct canary_track *canary; /* per primary target, when canary_guard is on */
 };
 
 /* A configuration and the live calls still running on it (reload). */
