@@ -117,6 +117,30 @@ route_json(struct engine *e, int i, int64_t now_wall)
 	return ro;
 }
 
+/*
+ * The latency reference of a backend's health as shown: the tightest
+ * budget of the routes that send it traffic (the router scores it per
+ * route with that route's budget), else its own total timeout.
+ */
+static int
+health_budget(const struct engine *e, const struct backend_rt *b)
+{
+	int i, j, best = 0;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct route_cfg *rc = e->routes[i].cfg;
+		int uses = 0;
+
+		for (j = 0; j < rc->ntargets; j++)
+			uses |= strcmp(rc->targets[j].backend, b->cfg->name) == 0;
+		for (j = 0; rc->backup.enabled && j < rc->backup.ntargets; j++)
+			uses |= strcmp(rc->backup.targets[j].backend, b->cfg->name) == 0;
+		if (uses && (best == 0 || rc->budget_ms < best))
+			best = rc->budget_ms;
+	}
+	return best ? best : b->cfg->total_ms;
+}
+
 static cJSON *
 breaker_json(struct backend_rt *b, int64_t now_ms)
 {
@@ -169,7 +193,7 @@ backend_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
 	cJSON_AddNumberToObject(bo, "inflight", b->bulkhead.inflight);
 	cJSON_AddNumberToObject(bo, "max_concurrent", b->bulkhead.max);
 	cJSON_AddNumberToObject(bo, "health",
-				health_score(&b->health, now_ms, 0, b->bulkhead.inflight,
+				health_score(&b->health, now_ms, health_budget(e, b), b->bulkhead.inflight,
 					     b->bulkhead.max));
 	add_int_or_null(bo, "p90_ms_5m", health_percentile(&b->health, now_ms, 300, 0.9, 1));
 	return bo;

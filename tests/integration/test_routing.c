@@ -189,6 +189,45 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 }
 END_TEST
 
+START_TEST(browning_out_backend_loses_traffic_before_its_breaker)
+{
+	int b0, b1;
+
+	ck_assert_int_eq(itd_start(&T, HEAD TWO_BACKENDS
+				   "\"routes\":[{\"name\":\"intent\",\"budget_ms\":1000,"
+				   "\"targets\":[{\"backend\":\"primary\",\"weight\":50},"
+				   "{\"backend\":\"canary\",\"weight\":50}]}]}"),
+			 0);
+	/* the canary browns out: slow (p99 near the budget) but still answering */
+	ck_assert_int_eq(mock_set(&T.mock, "canary", "{\"delay_ms\":850}"), 0);
+	calls(100);
+	b0 = mock_requests(&T.mock, "canary");
+	calls(300);
+	b1 = mock_requests(&T.mock, "canary") - b0;
+	/* health ~0.3: its share falls from 50 % to well under 35 % */
+	ck_assert_msg(b1 < 105, "the slow backend still got %d of 300", b1);
+	ck_assert_msg(b1 > 0, "a slow backend keeps some traffic (health floor)");
+	{
+		struct http_resp r;
+		cJSON *st, *b;
+
+		ck_assert_int_eq(itd_req(&T, "GET", "/v1/state", NULL, "view-token", 5000, &r), 0);
+		st = itd_json(&r);
+		http_resp_free(&r);
+		cJSON_ArrayForEach(b, cJSON_GetObjectItem(st, "backends"))
+		{
+			if (strcmp(itd_str(b, "name"), "canary") == 0) {
+				ck_assert_str_eq(itd_str(cJSON_GetObjectItem(b, "breaker"), "state"), "closed");
+				ck_assert_double_lt(itd_num(b, "health"), 0.6);
+			} else {
+				ck_assert_double_gt(itd_num(b, "health"), 0.9);
+			}
+		}
+		cJSON_Delete(st);
+	}
+}
+END_TEST
+
 static Suite *
 routing_suite(void)
 {
@@ -204,6 +243,7 @@ routing_suite(void)
 	ADD(weighted_split_within_five_points);
 	ADD(canary_guard_rolls_back_a_failing_canary);
 	ADD(dynamic_timeout_follows_latency_and_input);
+	ADD(browning_out_backend_loses_traffic_before_its_breaker);
 	return s;
 }
 
