@@ -35,6 +35,7 @@
 #include "idem.h"
 #include "log.h"
 #include "obs.h"
+#include "review_q.h"
 #include "router.h"
 #include "rules.h"
 #include "upstream.h"
@@ -258,44 +259,41 @@ log_call_row(struct call *c)
 	free(response);
 }
 
-/* One review item (pending), written with the log rows. */
-static void
+/* One review item (pending), committed before the caller hears "pending". 1 when queued. */
+static int
 review_insert(struct engine *e, const struct route_cfg *rc, const char *request_id, int64_t call_id,
 	      const char *reason, const char *input, const char *raw, const cJSON *result,
-	      int has_conf, double conf, const cJSON *alt_result)
+	      int has_conf, double conf, const cJSON *alt_result, const char *callback_url)
 {
-	const struct review_cfg *rv = &rc->review;
-	enum priority prio = strcmp(reason, "manual") == 0 ? PRIORITY_HIGH : rv->priority;
-	int64_t now = clock_wall_ms();
-	char *res = result ? cJSON_PrintUnformatted(result) : NULL;
-	char *alt = alt_result ? cJSON_PrintUnformatted(alt_result) : NULL;
-	struct store_val v[] = {
-		SVN,
-		SVT(rc->name),
-		SVT(request_id),
-		SVI(call_id),
-		SVI(prio),
-		SVT(reason),
-		SVT("pending"),
-		SVI(now),
-		SVI(now + (int64_t)rv->sla_s[prio] * 1000),
-		SVT(input),
-		SVT(raw),
-		SVT(res),
-		has_conf ? SVR(conf) : SVN,
-		SVT(alt),
+	struct review_new n = {
+		.rc = rc,
+		.request_id = request_id,
+		.call_id = call_id,
+		.reason = reason,
+		.input = input,
+		.raw_output = raw,
+		.result = result,
+		.has_confidence = has_conf,
+		.confidence = conf,
+		.alt_result = alt_result,
+		.callback_url = callback_url,
 	};
+	char *cause = NULL;
+	int r = review_q_enqueue(e, &n, clock_wall_ms(), NULL, &cause);
 
-	store_put(e->store, STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v));
-	free(res);
-	free(alt);
+	if (r != 0)
+		log_error("call", "%s %s: review enqueue failed: %s", rc->name,
+			  request_id ? request_id : "-", cause ? cause : "?");
+	free(cause);
+	return r == 0;
 }
 
-static void
+static int
 enqueue_review(struct call *c, const char *reason, const cJSON *result)
 {
-	review_insert(c->e, c->rc, c->request_id, c->id, reason, input_text(c), c->last_raw, result,
-		      c->ans.has_confidence, c->ans.confidence, NULL);
+	return review_insert(c->e, c->rc, c->request_id, c->id, reason, input_text(c), c->last_raw,
+			     result, c->ans.has_confidence, c->ans.confidence, NULL,
+			     c->req.callback_url);
 }
 
 
@@ -367,7 +365,7 @@ xcheck_done(struct call *sc, const struct call_answer *a, void *arg)
 			obs_cross_check(e->obs, route, agree, clock_wall_ms());
 		if (!agree)
 			review_insert(e, rc, x->request_id, x->call_id, "cross_check_mismatch", x->input,
-				      x->raw, x->result, x->has_conf, x->conf, a->result);
+				      x->raw, x->result, x->has_conf, x->conf, a->result, NULL);
 	}
 	free(x->route);
 	free(x->request_id);
@@ -462,10 +460,8 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 	a->elapsed_ms = (now_us - c->start_us + 500) / 1000;
 	a->request_id = c->request_id;
 	a->route = c->rc->name;
-	if (c->review_reason) {
-		a->review = 1;
-		enqueue_review(c, c->review_reason, result);
-	}
+	if (c->review_reason)
+		a->review = enqueue_review(c, c->review_reason, result);
 	if (c->xcheck)
 		goto handed; /* a shadow: no calls row, no SLO, no escalation */
 	call_escalation(c, src);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "notify.h"
 #include "obs.h"
+#include "review_q.h"
 #include "http.h"
 #include "tokens.h"
 #include "util.h"
@@ -217,6 +218,7 @@ cron_fire(struct timer *t, void *arg)
 	}
 	idem_expire(e->idem, clock_wall_ms());
 	obs_tick(e->obs, clock_wall_ms());
+	review_q_tick(e, clock_wall_ms());
 	canary_tick(e, now);
 	/* Retention: old log rows go in small batches on the writer thread. */
 	if (++e->cron_ticks % RETENTION_EVERY_S == 60 && e->cfg->log.retention_days > 0)
@@ -470,6 +472,9 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	r = jobs_new(e, &e->jobs, cause);
 	if (r != 0)
 		goto out;
+	r = review_q_load(e, cause);
+	if (r != 0)
+		goto out;
 	*out = e;
 	e = NULL;
 out:
@@ -525,6 +530,7 @@ engine_free(struct engine *e)
 	run_tasks(e);
 	call_reap(e);
 	jobs_free(e->jobs);
+	review_q_free(e->review_q);
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
 	for (i = 0; i < e->nbackends_all; i++)
@@ -741,6 +747,7 @@ engine_reload(struct engine *e, struct config *ncfg, char **cause)
 	h->next = e->hold;
 	e->hold = h;
 	e->cfg = ncfg;
+	review_q_reconfigure(e, clock_wall_ms());
 	log_set_level(ncfg->log.level);
 	/* The previous configuration goes when its last call ends (maybe now). */
 	h->next->refs++;

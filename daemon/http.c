@@ -28,6 +28,7 @@
 #include "api_slo.h"
 #include "engine.h"
 #include "log.h"
+#include "review_q.h"
 
 enum req_state { REQ_READING = 0, REQ_TOO_BIG, REQ_DISPATCHED, REQ_DONE, REQ_QUEUED, REQ_ORPHANED };
 
@@ -57,6 +58,7 @@ struct http_stream {
 static const struct endpoint *const endpoint_tables[] = {
 	api_call_endpoints,
 	api_control_endpoints,
+	api_review_endpoints,
 	api_chat_endpoints,
 	api_slo_endpoints,
 };

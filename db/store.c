@@ -145,8 +145,8 @@ static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 	[STORE_REVIEW_INSERT] = { "review_insert",
 	    "INSERT INTO reviews (id, route, request_id, call_id, priority, "
 	    "reason, state, created_at, due_at, input, raw_output, result, "
-	    "confidence, alt_result) VALUES (?1, ?2, ?3, ?4, "
-	    "coalesce(?5, 0), ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)" },
+	    "confidence, alt_result, callback_url) VALUES (?1, ?2, ?3, ?4, "
+	    "coalesce(?5, 0), ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)" },
 	[STORE_REVIEW_UPDATE] = { "review_update",
 	    "UPDATE reviews SET state = ?1, reviewer = ?2, verdict = ?3, "
 	    "corrected_result = ?4, note = ?5, decided_at = ?6 "

@@ -119,8 +119,8 @@ enum store_stmt {
 	/*
 	 * INSERT reviews: ?1 id (NULL: assigned, see last_rowid), route,
 	 * request_id, call_id, ?5 priority[0], reason, state, created_at,
-	 * due_at, ?10 input, raw_output, result, confidence, alt_result.
-	 * reviewer .. decided_at start NULL.
+	 * due_at, ?10 input, raw_output, result, confidence, alt_result,
+	 * ?15 callback_url. reviewer .. decided_at start NULL.
 	 */
 	STORE_REVIEW_INSERT,
 	/*

@@ -1,0 +1,980 @@
+/*
+ * review_q: the human review queue.
+ *
+ * Design. The reviews table is the queue; nothing about an item lives only
+ * in memory. An item is inserted (state pending) with store_commit_now(),
+ * so a caller told "review": "pending" can rely on it, and every later
+ * change goes through review_q_set_state(), the one setter, which commits
+ * the UPDATE together with the rows that record why (audit for operators,
+ * events for the overflow policy) before anything in memory moves.
+ *
+ * In memory: per route, the open items (pending and claimed) by priority,
+ * loaded at start with one GROUP BY and moved by the setter; the overdue
+ * count of the last tick; whether the "over capacity, nothing to do" event
+ * was already written in this episode. The overflow policy reads these
+ * counts, so deciding whether to act costs no query.
+ *
+ * Overdue. The 1 Hz tick asks for open items whose due_at lies in
+ * (watermark, now] and writes one review_overdue event each, with at = now;
+ * the watermark then becomes now. At start the watermark is the time of the
+ * newest review_overdue event, so an item that passed its SLA while the
+ * daemon was down is reported once after the restart and none twice (bar
+ * the last un-committed batch of a crash, and events pruned by retention).
+ *
+ * Thread: the engine thread, except review_q_load() (engine_create, before
+ * the loop starts). The pure functions at the top take everything as
+ * arguments.
+ */
+#include "review_q.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "log.h"
+#include "util.h"
+
+#define REVIEW_EXTRA_OPS_MAX 7
+#define REVIEW_ACCEPT_BATCH  256 /* auto-accepts per overflow pass */
+
+struct review_q {
+	char **names; /* route names (copied: a reload frees the config) */
+	int nroutes;
+	struct review_counts *counts; /* one per route */
+	int *over_noted;	      /* the KEEP event was written in this over-capacity episode */
+	int64_t overdue_mark;	      /* due_at up to which overdue items were reported */
+};
+
+static const char *const review_state_names[REVIEW_STATE__COUNT] = {
+	[REVIEW_PENDING] = "pending",	[REVIEW_CLAIMED] = "claimed",
+	[REVIEW_APPROVED] = "approved", [REVIEW_CORRECTED] = "corrected",
+	[REVIEW_REJECTED] = "rejected",
+};
+
+static const char *const review_action_names[REVIEW_ACTION__COUNT] = {
+	[REVIEW_CLAIM] = "claim",
+	[REVIEW_APPROVE] = "approve",
+	[REVIEW_CORRECT] = "correct",
+	[REVIEW_REJECT] = "reject",
+};
+
+/* ---- pure ---------------------------------------------------------------- */
+
+const char *
+review_state_name(enum review_state s)
+{
+	if ((int)s < 0 || s >= REVIEW_STATE__COUNT)
+		return NULL;
+	return review_state_names[s];
+}
+
+int
+review_state_parse(const char *name, enum review_state *out)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < REVIEW_STATE__COUNT; i++) {
+		if (strcmp(name, review_state_names[i]) == 0) {
+			*out = (enum review_state)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *
+review_action_name(enum review_action a)
+{
+	if ((int)a < 0 || a >= REVIEW_ACTION__COUNT)
+		return NULL;
+	return review_action_names[a];
+}
+
+int
+review_action_parse(const char *name, enum review_action *out)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < REVIEW_ACTION__COUNT; i++) {
+		if (strcmp(name, review_action_names[i]) == 0) {
+			*out = (enum review_action)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int
+review_priority_parse(const char *name, enum priority *out)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < PRIORITY__COUNT; i++) {
+		if (strcmp(name, priority_name((enum priority)i)) == 0) {
+			*out = (enum priority)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int
+review_state_decided(enum review_state s)
+{
+	return s == REVIEW_APPROVED || s == REVIEW_CORRECTED || s == REVIEW_REJECTED;
+}
+
+int
+review_transition(enum review_state from, const char *holder, const char *actor,
+		  enum review_action act, enum review_state *to)
+{
+	static const enum review_state verdict_state[REVIEW_ACTION__COUNT] = {
+		[REVIEW_CLAIM] = REVIEW_CLAIMED,
+		[REVIEW_APPROVE] = REVIEW_APPROVED,
+		[REVIEW_CORRECT] = REVIEW_CORRECTED,
+		[REVIEW_REJECT] = REVIEW_REJECTED,
+	};
+	int r = 0;
+
+	if ((int)act < 0 || act >= REVIEW_ACTION__COUNT || (int)from < 0 ||
+	    from >= REVIEW_STATE__COUNT) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (review_state_decided(from)) {
+		r = REVIEW_Q_E_DECIDED;
+		goto out;
+	}
+	if (from == REVIEW_CLAIMED &&
+	    (holder == NULL || actor == NULL || strcmp(holder, actor) != 0)) {
+		r = REVIEW_Q_E_CLAIMED;
+		goto out;
+	}
+	*to = verdict_state[act];
+out:
+	return r;
+}
+
+enum priority
+review_priority_for(const struct review_cfg *rv, const char *reason)
+{
+	if (reason != NULL && strcmp(reason, "manual") == 0)
+		return PRIORITY_HIGH;
+	return rv->priority;
+}
+
+int64_t
+review_due_at(const struct review_cfg *rv, enum priority prio, int64_t created_ms)
+{
+	if ((int)prio < 0 || prio >= PRIORITY__COUNT)
+		prio = PRIORITY_MEDIUM;
+	return created_ms + (int64_t)rv->sla_s[prio] * 1000;
+}
+
+int
+review_is_overdue(enum review_state s, int64_t due_ms, int64_t now_ms)
+{
+	return (s == REVIEW_PENDING || s == REVIEW_CLAIMED) && due_ms <= now_ms;
+}
+
+void
+review_counts_move(struct review_counts *c, enum priority p, enum review_state from,
+		   enum review_state to)
+{
+	if ((int)p < 0 || p >= PRIORITY__COUNT || from == to)
+		return;
+	if (from == REVIEW_PENDING)
+		c->pending[p]--;
+	else if (from == REVIEW_CLAIMED)
+		c->claimed[p]--;
+	if (to == REVIEW_PENDING)
+		c->pending[p]++;
+	else if (to == REVIEW_CLAIMED)
+		c->claimed[p]++;
+	if ((from == REVIEW_PENDING || from == REVIEW_CLAIMED) && review_state_decided(to))
+		c->open--;
+	else if ((from == REVIEW_STATE__COUNT || review_state_decided(from)) &&
+		 (to == REVIEW_PENDING || to == REVIEW_CLAIMED))
+		c->open++;
+}
+
+void
+review_overflow_plan(const struct review_overflow_in *in, struct review_overflow_plan *out)
+{
+	int over = in->open > in->capacity;
+
+	out->act = REVIEW_OVERFLOW_NONE;
+	out->accept = 0;
+	if (in->forced_by_us) {
+		/* released below capacity, or at once when the policy is no longer force_l2 */
+		if (in->open < in->capacity || in->policy != OVERFLOW_FORCE_L2)
+			out->act = REVIEW_OVERFLOW_RELEASE_L2;
+		return;
+	}
+	if (!over)
+		return;
+	if (in->policy == OVERFLOW_AUTO_ACCEPT_LOW) {
+		out->accept = MIN(in->open - in->capacity, in->low_pending);
+		out->act = out->accept > 0 ? REVIEW_OVERFLOW_ACCEPT_LOW : REVIEW_OVERFLOW_KEEP;
+		return;
+	}
+	out->act = in->forced_by_op ? REVIEW_OVERFLOW_KEEP : REVIEW_OVERFLOW_FORCE_L2;
+}
+
+/* ---- items --------------------------------------------------------------- */
+
+void
+review_item_clear(struct review_item *it)
+{
+	if (it == NULL)
+		return;
+	free(it->route);
+	free(it->request_id);
+	free(it->reason);
+	free(it->input);
+	free(it->raw_output);
+	free(it->result);
+	free(it->alt_result);
+	free(it->reviewer);
+	free(it->verdict);
+	free(it->corrected_result);
+	free(it->note);
+	free(it->callback_url);
+	memset(it, 0, sizeof *it);
+}
+
+static char *
+column_dup(sqlite3_stmt *row, int col)
+{
+	const unsigned char *t = sqlite3_column_text(row, col);
+
+	return t != NULL ? xstrdup((const char *)t) : NULL;
+}
+
+int
+review_item_from_row(sqlite3_stmt *row, struct review_item *it)
+{
+	int64_t prio = sqlite3_column_int64(row, 4);
+	const unsigned char *state = sqlite3_column_text(row, 6);
+	enum review_state st;
+	int r = 0;
+
+	memset(it, 0, sizeof *it);
+	if (review_state_parse((const char *)state, &st) != 0 || prio < 0 ||
+	    prio >= PRIORITY__COUNT) {
+		r = -EINVAL;
+		goto out;
+	}
+	it->id = sqlite3_column_int64(row, 0);
+	it->route = column_dup(row, 1);
+	it->request_id = column_dup(row, 2);
+	it->call_id = sqlite3_column_int64(row, 3);
+	it->priority = (enum priority)prio;
+	it->reason = column_dup(row, 5);
+	it->state = st;
+	it->created_at = sqlite3_column_int64(row, 7);
+	it->due_at = sqlite3_column_int64(row, 8);
+	it->input = column_dup(row, 9);
+	it->raw_output = column_dup(row, 10);
+	it->result = column_dup(row, 11);
+	it->has_confidence = sqlite3_column_type(row, 12) != SQLITE_NULL;
+	it->confidence = sqlite3_column_double(row, 12);
+	it->alt_result = column_dup(row, 13);
+	it->reviewer = column_dup(row, 14);
+	it->verdict = column_dup(row, 15);
+	it->corrected_result = column_dup(row, 16);
+	it->note = column_dup(row, 17);
+	it->decided_at = sqlite3_column_int64(row, 18);
+	it->callback_url = column_dup(row, 19);
+out:
+	return r;
+}
+
+struct item_read {
+	struct review_item *it;
+	int found;
+	int bad;
+};
+
+static int
+item_row(void *arg, sqlite3_stmt *row)
+{
+	struct item_read *ir = arg;
+
+	if (review_item_from_row(row, ir->it) != 0)
+		ir->bad = 1;
+	else
+		ir->found = 1;
+	return 1;
+}
+
+int
+review_q_get(struct engine *e, int64_t id, struct review_item *out, char **cause)
+{
+	struct store_val v[] = { SVI(id) };
+	struct item_read ir = { out, 0, 0 };
+	int r;
+
+	memset(out, 0, sizeof *out);
+	r = store_reader_query(e->reader,
+			       "SELECT " REVIEW_ITEM_COLUMNS " FROM reviews WHERE id = ?1", v, 1,
+			       item_row, &ir, cause);
+	if (r != 0) {
+		r = REVIEW_Q_E_STORE;
+		goto out;
+	}
+	if (ir.bad) {
+		*cause =
+			xasprintf("review %lld: unreadable row (state or priority)", (long long)id);
+		r = REVIEW_Q_E_STORE;
+		goto out;
+	}
+	if (!ir.found)
+		r = REVIEW_Q_E_NOT_FOUND;
+out:
+	return r;
+}
+
+static void
+json_add_time(cJSON *o, const char *name, int64_t wall_ms)
+{
+	char ts[40];
+
+	if (wall_ms <= 0) {
+		cJSON_AddNullToObject(o, name);
+		return;
+	}
+	time_format_rfc3339(wall_ms, ts, sizeof ts);
+	cJSON_AddStringToObject(o, name, ts);
+}
+
+static void
+json_add_string(cJSON *o, const char *name, const char *s)
+{
+	if (s != NULL)
+		cJSON_AddStringToObject(o, name, s);
+	else
+		cJSON_AddNullToObject(o, name);
+}
+
+cJSON *
+review_json_value(const char *text)
+{
+	cJSON *v;
+
+	if (text == NULL)
+		return cJSON_CreateNull();
+	v = cJSON_Parse(text);
+	return v != NULL ? v : cJSON_CreateString(text);
+}
+
+cJSON *
+review_item_json(const struct review_item *it, int64_t now_wall_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(o, "id", (double)it->id);
+	json_add_string(o, "route", it->route);
+	json_add_string(o, "request_id", it->request_id);
+	cJSON_AddStringToObject(o, "priority", priority_name(it->priority));
+	json_add_string(o, "reason", it->reason);
+	cJSON_AddStringToObject(o, "state", review_state_name(it->state));
+	json_add_time(o, "created_at", it->created_at);
+	json_add_time(o, "due_at", it->due_at);
+	cJSON_AddBoolToObject(o, "overdue", review_is_overdue(it->state, it->due_at, now_wall_ms));
+	json_add_string(o, "input", it->input);
+	json_add_string(o, "raw_output", it->raw_output);
+	cJSON_AddItemToObject(o, "result", review_json_value(it->result));
+	if (it->has_confidence)
+		cJSON_AddNumberToObject(o, "confidence", it->confidence);
+	else
+		cJSON_AddNullToObject(o, "confidence");
+	cJSON_AddItemToObject(o, "alt_result", review_json_value(it->alt_result));
+	json_add_string(o, "reviewer", it->reviewer);
+	json_add_time(o, "decision_at", it->decided_at);
+	json_add_string(o, "verdict", it->verdict);
+	cJSON_AddItemToObject(o, "corrected_result", review_json_value(it->corrected_result));
+	json_add_string(o, "note", it->note);
+	return o;
+}
+
+/* ---- the queue ----------------------------------------------------------- */
+
+struct review_q *
+review_q_new(const struct config *cfg)
+{
+	struct review_q *q = xcalloc(1, sizeof *q);
+	int i;
+
+	q->nroutes = cfg->nroutes;
+	q->names = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *q->names);
+	for (i = 0; i < cfg->nroutes; i++)
+		q->names[i] = xstrdup(cfg->routes[i].name);
+	q->counts = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *q->counts);
+	q->over_noted = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *q->over_noted);
+	return q;
+}
+
+void
+review_q_free(struct review_q *q)
+{
+	int i;
+
+	if (q == NULL)
+		return;
+	for (i = 0; i < q->nroutes; i++)
+		free(q->names[i]);
+	free(q->names);
+	free(q->counts);
+	free(q->over_noted);
+	free(q);
+}
+
+const struct review_counts *
+review_q_route_counts(const struct review_q *q, int route)
+{
+	if (q == NULL || route < 0 || route >= q->nroutes)
+		return NULL;
+	return &q->counts[route];
+}
+
+static int
+route_of(const struct review_q *q, const char *name)
+{
+	int i;
+
+	for (i = 0; name != NULL && i < q->nroutes; i++)
+		if (strcmp(q->names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+int
+review_q_open(const struct engine *e, int route)
+{
+	const struct review_counts *c = review_q_route_counts(e->review_q, route);
+
+	return c != NULL ? c->open : 0;
+}
+
+void
+review_q_counts(const struct engine *e, int route, struct review_counts *out)
+{
+	const struct review_counts *c = review_q_route_counts(e->review_q, route);
+
+	if (c != NULL)
+		*out = *c;
+	else
+		memset(out, 0, sizeof *out);
+}
+
+int
+review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
+		   const struct review_change *ch, const struct store_op *extra, int nextra,
+		   char **cause)
+{
+	struct store_op ops[1 + REVIEW_EXTRA_OPS_MAX];
+	enum review_state from = it->state;
+	int i, route, r = 0;
+
+	if (from == ch->to)
+		goto out;
+	if (nextra < 0 || nextra > REVIEW_EXTRA_OPS_MAX || review_state_name(ch->to) == NULL) {
+		*cause = xasprintf("review %lld: bad change", (long long)it->id);
+		r = -EINVAL;
+		goto out;
+	}
+	{
+		struct store_val v[] = {
+			SVT(review_state_name(ch->to)),
+			SVT(ch->reviewer),
+			SVT(ch->verdict),
+			SVT(ch->corrected_result),
+			SVT(ch->note),
+			ch->decided_at > 0 ? SVI(ch->decided_at) : SVN,
+			SVI(it->id),
+		};
+
+		ops[0] = (struct store_op){ STORE_REVIEW_UPDATE, v, (int)ARRAY_SIZE(v) };
+		for (i = 0; i < nextra; i++)
+			ops[1 + i] = extra[i];
+		if (store_commit_now(st, ops, 1 + nextra, NULL, cause) != 0) {
+			r = REVIEW_Q_E_STORE;
+			goto out;
+		}
+	}
+	route = route_of(q, it->route);
+	if (route >= 0)
+		review_counts_move(&q->counts[route], it->priority, from, ch->to);
+	it->state = ch->to;
+	free(it->reviewer);
+	free(it->verdict);
+	free(it->corrected_result);
+	free(it->note);
+	it->reviewer = ch->reviewer ? xstrdup(ch->reviewer) : NULL;
+	it->verdict = ch->verdict ? xstrdup(ch->verdict) : NULL;
+	it->corrected_result = ch->corrected_result ? xstrdup(ch->corrected_result) : NULL;
+	it->note = ch->note ? xstrdup(ch->note) : NULL;
+	it->decided_at = ch->decided_at;
+	log_info("review", "%lld (%s): %s -> %s (%s)", (long long)it->id,
+		 it->route ? it->route : "?", review_state_name(from), review_state_name(ch->to),
+		 ch->why ? ch->why : "");
+out:
+	return r;
+}
+
+/* ---- overflow ------------------------------------------------------------ */
+
+static int
+forced_by_us(const struct route_rt *rt)
+{
+	return rt->forced_level >= 0 && rt->forced_actor != NULL &&
+	       strcmp(rt->forced_actor, REVIEW_OVERFLOW_ACTOR) == 0;
+}
+
+/* An events row at now (async, like every log row). */
+static void
+review_event(struct engine *e, int64_t now, const char *kind, const char *subject,
+	     const char *detail)
+{
+	struct store_val v[] = { SVI(now), SVT(kind), SVT(subject), SVT(detail) };
+
+	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
+}
+
+/*
+ * Force route rt to level 2 as review_overflow (level < 0: release). The
+ * forced-level fields are written as control.c writes them; the force is
+ * not persisted in overrides: review_q_load() re-derives it from the
+ * counts at start.
+ */
+static void
+overflow_force_level(struct engine *e, int route, int level, int open, int capacity, int64_t now)
+{
+	struct route_rt *rt = &e->routes[route];
+	const char *name = rt->cfg->name;
+	char reason[128], detail[256];
+	int old = engine_route_level(e, route);
+
+	free(rt->forced_actor);
+	free(rt->forced_reason);
+	rt->forced_actor = rt->forced_reason = NULL;
+	rt->forced_until_wall = 0;
+	if (level >= 0) {
+		snprintf(reason, sizeof reason, "review queue over capacity (%d > %d)", open,
+			 capacity);
+		rt->forced_level = level;
+		rt->forced_actor = xstrdup(REVIEW_OVERFLOW_ACTOR);
+		rt->forced_reason = xstrdup(reason);
+		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s: %s", old, level,
+			 REVIEW_OVERFLOW_ACTOR, reason);
+		review_event(e, now, "level", name, detail);
+		snprintf(detail, sizeof detail,
+			 "queue over capacity (%d > %d): route forced to L%d", open, capacity,
+			 level);
+	} else {
+		rt->forced_level = -1;
+		if (rt->cfg->review.overflow != OVERFLOW_FORCE_L2)
+			snprintf(reason, sizeof reason, "review overflow policy is no longer force_l2");
+		else
+			snprintf(reason, sizeof reason, "review queue below capacity (%d < %d)", open,
+				 capacity);
+		snprintf(detail, sizeof detail, "forced L%d -> auto L%d (released by %s: %s)", old,
+			 rt->auto_level, REVIEW_OVERFLOW_ACTOR, reason);
+		review_event(e, now, "level", name, detail);
+		snprintf(detail, sizeof detail, "%s: forced level released", reason);
+	}
+	review_event(e, now, "review_overflow", name, detail);
+	log_warn("review", "route %s: %s", name, detail);
+}
+
+struct id_list {
+	int64_t ids[REVIEW_ACCEPT_BATCH];
+	int n;
+};
+
+static int
+id_row(void *arg, sqlite3_stmt *row)
+{
+	struct id_list *l = arg;
+
+	if (l->n < (int)ARRAY_SIZE(l->ids))
+		l->ids[l->n++] = sqlite3_column_int64(row, 0);
+	return 0;
+}
+
+/* Auto-approve up to n low-priority pending items of route, oldest first. */
+static int
+overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, int64_t now,
+		    char **cause)
+{
+	const char *name = e->routes[route].cfg->name;
+	struct store_val v[] = { SVT(name), SVI(PRIORITY_LOW), SVI(MIN(n, REVIEW_ACCEPT_BATCH)) };
+	struct id_list l = { .n = 0 };
+	struct review_item it;
+	char note[128], detail[256];
+	int i, r;
+
+	memset(&it, 0, sizeof it);
+	r = store_reader_query(e->reader,
+			       "SELECT id FROM reviews WHERE route = ?1 AND state = 'pending' AND "
+			       "priority = ?2 ORDER BY created_at, id LIMIT ?3",
+			       v, (int)ARRAY_SIZE(v), id_row, &l, cause);
+	if (r != 0) {
+		r = REVIEW_Q_E_STORE;
+		goto out;
+	}
+	snprintf(note, sizeof note, "auto-accepted by %s: review queue over capacity (%d > %d)",
+		 REVIEW_OVERFLOW_ACTOR, open, capacity);
+	for (i = 0; i < l.n; i++) {
+		struct review_change ch = {
+			.to = REVIEW_APPROVED,
+			.reviewer = REVIEW_OVERFLOW_ACTOR,
+			.verdict = review_action_name(REVIEW_APPROVE),
+			.note = note,
+			.decided_at = now,
+			.why = "overflow auto_accept_low",
+		};
+
+		review_item_clear(&it);
+		if ((r = review_q_get(e, l.ids[i], &it, cause)) != 0)
+			goto out;
+		snprintf(detail, sizeof detail,
+			 "queue over capacity (%d > %d): review %lld (low) auto-accepted by %s",
+			 open, capacity, (long long)it.id, REVIEW_OVERFLOW_ACTOR);
+		{
+			struct store_val ev[] = { SVI(now), SVT("review_overflow"), SVT(name),
+						  SVT(detail) };
+			struct store_op op = { STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev) };
+
+			if ((r = review_q_set_state(e->review_q, e->store, &it, &ch, &op, 1,
+						    cause)) != 0)
+				goto out;
+		}
+		log_warn("review", "route %s: %s", name, detail);
+		open--;
+	}
+out:
+	review_item_clear(&it);
+	return r;
+}
+
+int
+review_q_overflow(struct engine *e, int route, int64_t now_wall_ms, char **cause)
+{
+	struct review_q *q = e->review_q;
+	struct review_overflow_in in;
+	struct review_overflow_plan plan;
+	struct route_rt *rt;
+	struct review_counts *c;
+	char detail[256];
+	int pass, r = 0;
+
+	if (q == NULL || route < 0 || route >= q->nroutes || route >= e->nroutes)
+		goto out;
+	rt = &e->routes[route];
+	c = &q->counts[route];
+	/*
+	 * Up to three passes: a released force (policy changed) is followed
+	 * by the current policy, and accepting every low item may still
+	 * leave the queue over capacity (KEEP).
+	 */
+	for (pass = 0; pass < 3; pass++) {
+		in = (struct review_overflow_in){
+			.policy = rt->cfg->review.overflow,
+			.capacity = rt->cfg->review.capacity,
+			.open = c->open,
+			.low_pending = c->pending[PRIORITY_LOW],
+			.forced_by_us = forced_by_us(rt),
+			.forced_by_op = rt->forced_level >= 0 && !forced_by_us(rt),
+		};
+		review_overflow_plan(&in, &plan);
+		if (in.open <= in.capacity)
+			q->over_noted[route] = 0;
+		switch (plan.act) {
+		case REVIEW_OVERFLOW_NONE:
+			goto out;
+		case REVIEW_OVERFLOW_ACCEPT_LOW:
+			r = overflow_accept_low(e, route, plan.accept, in.open, in.capacity,
+						now_wall_ms, cause);
+			if (r != 0)
+				goto out;
+			break;
+		case REVIEW_OVERFLOW_KEEP:
+			if (q->over_noted[route])
+				goto out;
+			q->over_noted[route] = 1;
+			if (in.policy == OVERFLOW_FORCE_L2)
+				snprintf(detail, sizeof detail,
+					 "queue over capacity (%d > %d): the forced level L%d "
+					 "set by %s stays; every item kept",
+					 in.open, in.capacity, rt->forced_level,
+					 rt->forced_actor ? rt->forced_actor : "?");
+			else
+				snprintf(detail, sizeof detail,
+					 "queue over capacity (%d > %d): no low-priority pending "
+					 "item to auto-accept; every item kept",
+					 in.open, in.capacity);
+			review_event(e, now_wall_ms, "review_overflow", rt->cfg->name, detail);
+			log_warn("review", "route %s: %s", rt->cfg->name, detail);
+			goto out;
+		case REVIEW_OVERFLOW_FORCE_L2:
+			overflow_force_level(e, route, 2, in.open, in.capacity, now_wall_ms);
+			goto out;
+		case REVIEW_OVERFLOW_RELEASE_L2:
+			/* then the next pass applies the route's current policy */
+			overflow_force_level(e, route, -1, in.open, in.capacity, now_wall_ms);
+			break;
+		}
+	}
+out:
+	return r;
+}
+
+/* ---- enqueue, tick, load ------------------------------------------------- */
+
+int
+review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms, int64_t *id,
+		 char **cause)
+{
+	const struct route_cfg *rc = n->rc;
+	char *res = NULL, *alt = NULL, *ocause = NULL;
+	enum priority prio;
+	int64_t rowid = 0, due;
+	int r = 0, route;
+
+	if (e->review_q == NULL || rc == NULL || n->reason == NULL) {
+		*cause = xasprintf("review enqueue: no queue, route or reason");
+		r = -EINVAL;
+		goto out;
+	}
+	/* e->routes and the queue share the config's route order. */
+	route = route_of(e->review_q, rc->name);
+	prio = review_priority_for(&rc->review, n->reason);
+	due = review_due_at(&rc->review, prio, now_wall_ms);
+	res = n->result ? cJSON_PrintUnformatted(n->result) : NULL;
+	alt = n->alt_result ? cJSON_PrintUnformatted(n->alt_result) : NULL;
+	{
+		struct store_val v[] = {
+			SVN,
+			SVT(rc->name),
+			SVT(n->request_id),
+			n->call_id > 0 ? SVI(n->call_id) : SVN,
+			SVI(prio),
+			SVT(n->reason),
+			SVT(review_state_name(REVIEW_PENDING)),
+			SVI(now_wall_ms),
+			SVI(due),
+			SVT(n->input),
+			SVT(n->raw_output),
+			SVT(res),
+			n->has_confidence ? SVR(n->confidence) : SVN,
+			SVT(alt),
+			SVT(n->callback_url),
+		};
+		struct store_op op = { STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v) };
+
+		if (store_commit_now(e->store, &op, 1, &rowid, cause) != 0) {
+			r = REVIEW_Q_E_STORE;
+			goto out;
+		}
+	}
+	/* A route removed by a reload while this call ran has no counts. */
+	if (route >= 0)
+		review_counts_move(&e->review_q->counts[route], prio, REVIEW_STATE__COUNT,
+				   REVIEW_PENDING);
+	log_info("review", "%lld (%s): new -> pending (%s, %s, request %s)", (long long)rowid,
+		 rc->name, n->reason, priority_name(prio), n->request_id ? n->request_id : "-");
+	if (id != NULL)
+		*id = rowid;
+	/* The item is in; an overflow action that fails is logged, not returned. */
+	if (route >= 0 && review_q_overflow(e, route, now_wall_ms, &ocause) != 0)
+		log_error("review", "route %s: overflow policy: %s", rc->name,
+			  ocause ? ocause : "failed");
+out:
+	free(ocause);
+	free(res);
+	free(alt);
+	return r;
+}
+
+struct overdue_scan {
+	struct engine *e;
+	int64_t now;
+	int *overdue; /* per route */
+};
+
+static int
+overdue_row(void *arg, sqlite3_stmt *row)
+{
+	struct overdue_scan *s = arg;
+	const unsigned char *route = sqlite3_column_text(row, 1);
+	int64_t prio = sqlite3_column_int64(row, 2);
+	const unsigned char *reason = sqlite3_column_text(row, 3);
+	int64_t due = sqlite3_column_int64(row, 4);
+	char detail[256], ts[40];
+
+	time_format_rfc3339(due, ts, sizeof ts);
+	snprintf(detail, sizeof detail, "review %lld (%s, %s) overdue: due %s",
+		 (long long)sqlite3_column_int64(row, 0),
+		 prio >= 0 && prio < PRIORITY__COUNT ? priority_name((enum priority)prio) : "?",
+		 reason ? (const char *)reason : "-", ts);
+	review_event(s->e, s->now, "review_overdue", route ? (const char *)route : "", detail);
+	return 0;
+}
+
+static int
+overdue_count_row(void *arg, sqlite3_stmt *row)
+{
+	struct overdue_scan *s = arg;
+	int route = route_of(s->e->review_q, (const char *)sqlite3_column_text(row, 0));
+
+	if (route >= 0)
+		s->overdue[route] = (int)sqlite3_column_int64(row, 1);
+	return 0;
+}
+
+void
+review_q_tick(struct engine *e, int64_t now_wall_ms)
+{
+	struct review_q *q = e->review_q;
+	struct overdue_scan s = { e, now_wall_ms, NULL };
+	char *cause = NULL;
+	int i, open = 0;
+
+	if (q == NULL)
+		return;
+	for (i = 0; i < q->nroutes; i++)
+		open += q->counts[i].open;
+	s.overdue = xcalloc((size_t)MAX(q->nroutes, 1), sizeof *s.overdue);
+	if (open > 0 && now_wall_ms > q->overdue_mark) {
+		struct store_val v[] = { SVI(q->overdue_mark), SVI(now_wall_ms) };
+
+		if (store_reader_query(e->reader,
+				       "SELECT id, route, priority, reason, due_at FROM reviews "
+				       "WHERE state IN ('pending', 'claimed') AND due_at > ?1 AND "
+				       "due_at <= ?2 ORDER BY due_at, id",
+				       v, (int)ARRAY_SIZE(v), overdue_row, &s, &cause) != 0)
+			goto out;
+		q->overdue_mark = now_wall_ms;
+	}
+	if (open > 0) {
+		struct store_val v[] = { SVI(now_wall_ms) };
+
+		if (store_reader_query(e->reader,
+				       "SELECT route, count(*) FROM reviews WHERE state IN "
+				       "('pending', 'claimed') AND due_at <= ?1 GROUP BY route",
+				       v, 1, overdue_count_row, &s, &cause) != 0)
+			goto out;
+	}
+	if (now_wall_ms > q->overdue_mark)
+		q->overdue_mark = now_wall_ms;
+	for (i = 0; i < q->nroutes; i++)
+		q->counts[i].overdue = s.overdue[i];
+	for (i = 0; i < q->nroutes && i < e->nroutes; i++) {
+		if (review_q_overflow(e, i, now_wall_ms, &cause) != 0)
+			goto out;
+	}
+out:
+	if (cause != NULL)
+		log_error("review", "tick: %s", cause);
+	free(cause);
+	free(s.overdue);
+}
+
+static int
+count_row(void *arg, sqlite3_stmt *row)
+{
+	struct review_q *q = arg;
+	int route = route_of(q, (const char *)sqlite3_column_text(row, 0));
+	int64_t prio = sqlite3_column_int64(row, 1);
+	enum review_state st;
+	int64_t n = sqlite3_column_int64(row, 3);
+
+	if (route < 0 || prio < 0 || prio >= PRIORITY__COUNT ||
+	    review_state_parse((const char *)sqlite3_column_text(row, 2), &st) != 0)
+		return 0;
+	if (st == REVIEW_PENDING)
+		q->counts[route].pending[prio] += (int)n;
+	else
+		q->counts[route].claimed[prio] += (int)n;
+	q->counts[route].open += (int)n;
+	return 0;
+}
+
+/* Count the open items of q's routes from the reviews table. */
+static int
+review_q_count(struct engine *e, struct review_q *q, char **cause)
+{
+	if (store_reader_query(e->reader,
+			       "SELECT route, priority, state, count(*) FROM reviews WHERE state "
+			       "IN ('pending', 'claimed') GROUP BY route, priority, state",
+			       NULL, 0, count_row, q, cause) != 0)
+		return REVIEW_Q_E_STORE;
+	return 0;
+}
+
+/* Install q as e's queue (the old one is freed) and apply every route's policy. */
+static void
+review_q_install(struct engine *e, struct review_q *q, int64_t now)
+{
+	char *cause = NULL;
+	int i;
+
+	review_q_free(e->review_q);
+	e->review_q = q;
+	for (i = 0; i < e->nroutes && i < q->nroutes; i++) {
+		if (q->counts[i].open > 0)
+			log_info("review", "route %s: %d open items", q->names[i],
+				 q->counts[i].open);
+		if (review_q_overflow(e, i, now, &cause) != 0) {
+			log_error("review", "route %s: overflow policy: %s", q->names[i],
+				  cause ? cause : "failed");
+			free(cause);
+			cause = NULL;
+		}
+	}
+}
+
+int
+review_q_load(struct engine *e, char **cause)
+{
+	struct review_q *q = review_q_new(e->cfg);
+	struct store_val v[] = { SVT("review_overdue") };
+	int r;
+
+	if ((r = review_q_count(e, q, cause)) != 0)
+		goto out;
+	q->overdue_mark = store_reader_int(
+		e->reader, "SELECT coalesce(max(at), 0) FROM events WHERE kind = ?1", v, 1, 0);
+	review_q_install(e, q, clock_wall_ms());
+	q = NULL;
+out:
+	review_q_free(q);
+	return r;
+}
+
+void
+review_q_reconfigure(struct engine *e, int64_t now_wall_ms)
+{
+	struct review_q *old = e->review_q, *q = review_q_new(e->cfg);
+	char *cause = NULL;
+	int i, j;
+
+	if (old != NULL)
+		q->overdue_mark = old->overdue_mark;
+	if (review_q_count(e, q, &cause) != 0) {
+		/* The counts move by name; a route that is new to this process starts at 0. */
+		log_warn("review", "reload: recount failed (%s); counts carried over by route name",
+			 cause ? cause : "?");
+		memset(q->counts, 0, (size_t)q->nroutes * sizeof *q->counts);
+		for (i = 0; old != NULL && i < q->nroutes; i++)
+			if ((j = route_of(old, q->names[i])) >= 0)
+				q->counts[i] = old->counts[j];
+	}
+	free(cause);
+	review_q_install(e, q, now_wall_ms);
+}
