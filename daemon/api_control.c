@@ -24,19 +24,10 @@
 #include "engine.h"
 #include "http.h"
 #include "util.h"
+#include "jsonutil.h"
 
 #define WEIGHT_MAX 1000000
 
-static cJSON *
-rfc3339_or_null(int64_t wall_ms)
-{
-	char ts[40];
-
-	if (wall_ms <= 0)
-		return cJSON_CreateNull();
-	time_format_rfc3339(wall_ms, ts, sizeof ts);
-	return cJSON_CreateString(ts);
-}
 
 static void
 add_int_or_null(cJSON *o, const char *key, int64_t v)
@@ -159,14 +150,14 @@ breaker_json(struct backend_rt *b, int64_t now_ms)
 	cJSON_AddNumberToObject(o, "slow_call_rate", bs.slow_call_rate);
 	t = breaker_opened_at(&b->breaker);
 	cJSON_AddItemToObject(o, "opened_at",
-			      rfc3339_or_null(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
+			      json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	t = breaker_half_open_at(&b->breaker);
 	cJSON_AddItemToObject(o, "half_open_at",
-			      rfc3339_or_null(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
+			      json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	if (b->breaker.ntransitions) {
 		lt = cJSON_AddObjectToObject(o, "last_transition");
 		t = clock_mono_to_wall_ms(b->breaker.last.at_ms);
-		cJSON_AddItemToObject(lt, "at", rfc3339_or_null(t));
+		cJSON_AddItemToObject(lt, "at", json_time(t));
 		cJSON_AddStringToObject(lt, "from", breaker_state_name(b->breaker.last.from));
 		cJSON_AddStringToObject(lt, "to", breaker_state_name(b->breaker.last.to));
 		cJSON_AddStringToObject(lt, "reason", b->breaker.last.reason);

@@ -23,6 +23,7 @@
 #include "review_q.h"
 #include "util.h"
 #include "validate.h"
+#include "jsonutil.h"
 
 #define LIST_LIMIT_DEFAULT   50
 #define LIST_LIMIT_MAX	     1000
@@ -492,27 +493,7 @@ struct export_ctx {
 	int err;
 };
 
-static void
-export_add_time(cJSON *o, const char *name, int64_t wall_ms)
-{
-	char ts[40];
 
-	if (wall_ms <= 0) {
-		cJSON_AddNullToObject(o, name);
-		return;
-	}
-	time_format_rfc3339(wall_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(o, name, ts);
-}
-
-static void
-export_add_string(cJSON *o, const char *name, const char *s)
-{
-	if (s)
-		cJSON_AddStringToObject(o, name, s);
-	else
-		cJSON_AddNullToObject(o, name);
-}
 
 static int
 export_row(void *arg, sqlite3_stmt *row)
@@ -526,18 +507,18 @@ export_row(void *arg, sqlite3_stmt *row)
 		goto out;
 	o = cJSON_CreateObject();
 	cJSON_AddNumberToObject(o, "review_id", (double)it.id);
-	export_add_string(o, "route", it.route);
-	export_add_string(o, "request_id", it.request_id);
-	export_add_string(o, "input", it.input);
+	json_add_string(o, "route", it.route);
+	json_add_string(o, "request_id", it.request_id);
+	json_add_string(o, "input", it.input);
 	cJSON_AddItemToObject(o, "model_result", review_json_value(it.result));
-	export_add_string(o, "verdict", it.verdict);
+	json_add_string(o, "verdict", it.verdict);
 	cJSON_AddItemToObject(
 		o, "corrected_result",
 		review_json_value(it.state == REVIEW_CORRECTED ? it.corrected_result : NULL));
-	export_add_string(o, "note", it.note);
-	export_add_string(o, "reviewer", it.reviewer);
-	export_add_time(o, "created_at", it.created_at);
-	export_add_time(o, "decided_at", it.decided_at);
+	json_add_string(o, "note", it.note);
+	json_add_string(o, "reviewer", it.reviewer);
+	json_add_time(o, "created_at", it.created_at);
+	json_add_time(o, "decided_at", it.decided_at);
 	line = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (line == NULL || buf_puts(&x->out, line) != 0 || buf_puts(&x->out, "\n") != 0)

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "obs.h"
 #include "util.h"
+#include "jsonutil.h"
 
 #define EVENTS_LIMIT_DEFAULT	200
 #define EVENTS_LIMIT_MAX	1000
@@ -45,18 +46,6 @@ respond_json(struct http_req *r, cJSON *o)
 	http_respond(r, 200, body, strlen(body));
 }
 
-static void
-add_time(cJSON *o, const char *name, int64_t wall_ms)
-{
-	char ts[40];
-
-	if (wall_ms <= 0) {
-		cJSON_AddNullToObject(o, name);
-		return;
-	}
-	time_format_rfc3339(wall_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(o, name, ts);
-}
 
 static void
 handle_slo(struct http_req *r, struct engine *e)
@@ -208,8 +197,8 @@ handle_alerts(struct http_req *r, struct engine *e)
 		cJSON_AddStringToObject(x, "state", ep->state);
 		add_num_or_null(x, "value", ep->value);
 		add_num_or_null(x, "threshold", ep->threshold);
-		add_time(x, "since", ep->since);
-		add_time(x, "resolved_at", ep->open ? 0 : ep->resolved_at);
+		json_add_time(x, "since", ep->since);
+		json_add_time(x, "resolved_at", ep->open ? 0 : ep->resolved_at);
 		cJSON_AddItemToArray(arr, x);
 	}
 	respond_json(r, o);
@@ -229,7 +218,7 @@ event_row(void *arg, sqlite3_stmt *row)
 	cJSON *arr = arg, *x = cJSON_CreateObject();
 
 	cJSON_AddNumberToObject(x, "id", (double)sqlite3_column_int64(row, 0));
-	add_time(x, "at", sqlite3_column_int64(row, 1));
+	json_add_time(x, "at", sqlite3_column_int64(row, 1));
 	cJSON_AddStringToObject(x, "kind", col_text(row, 2));
 	if (sqlite3_column_type(row, 3) == SQLITE_NULL)
 		cJSON_AddNullToObject(x, "subject");

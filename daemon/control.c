@@ -34,17 +34,8 @@
 #include "log.h"
 #include "store.h"
 #include "util.h"
+#include "jsonutil.h"
 
-static cJSON *
-time_json(int64_t wall_ms)
-{
-	char ts[40];
-
-	if (wall_ms <= 0)
-		return cJSON_CreateNull();
-	time_format_rfc3339(wall_ms, ts, sizeof ts);
-	return cJSON_CreateString(ts);
-}
 
 cJSON *
 control_forced_json(const struct engine *e, int route)
@@ -58,7 +49,7 @@ control_forced_json(const struct engine *e, int route)
 	cJSON_AddNumberToObject(f, "level", rt->forced_level);
 	cJSON_AddStringToObject(f, "actor", rt->forced_actor ? rt->forced_actor : "");
 	cJSON_AddStringToObject(f, "reason", rt->forced_reason ? rt->forced_reason : "");
-	cJSON_AddItemToObject(f, "until", time_json(rt->forced_until_wall));
+	cJSON_AddItemToObject(f, "until", json_time(rt->forced_until_wall));
 	return f;
 }
 
@@ -185,7 +176,7 @@ control_level_force(struct engine *e, int route, int level, const char *reason, 
 		cJSON_AddNumberToObject(f, "level", level);
 		cJSON_AddStringToObject(f, "actor", who->actor);
 		cJSON_AddStringToObject(f, "reason", reason);
-		cJSON_AddItemToObject(f, "until", time_json(until));
+		cJSON_AddItemToObject(f, "until", json_time(until));
 		after = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}

@@ -36,6 +36,7 @@
 #include "engine.h"
 #include "log.h"
 #include "util.h"
+#include "jsonutil.h"
 
 #define REVIEW_EXTRA_OPS_MAX 7
 #define REVIEW_ACCEPT_BATCH  256 /* auto-accepts per overflow pass */
@@ -338,27 +339,7 @@ out:
 	return r;
 }
 
-static void
-json_add_time(cJSON *o, const char *name, int64_t wall_ms)
-{
-	char ts[40];
 
-	if (wall_ms <= 0) {
-		cJSON_AddNullToObject(o, name);
-		return;
-	}
-	time_format_rfc3339(wall_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(o, name, ts);
-}
-
-static void
-json_add_string(cJSON *o, const char *name, const char *s)
-{
-	if (s != NULL)
-		cJSON_AddStringToObject(o, name, s);
-	else
-		cJSON_AddNullToObject(o, name);
-}
 
 cJSON *
 review_json_value(const char *text)
