@@ -818,6 +818,44 @@ overdue_count_row(void *arg, sqlite3_stmt *row)
 	return 0;
 }
 
+/*
+ * The queue's alerts (issue "review queue": overdue items and an overflowing
+ * queue feed an alert): firing while the condition holds, resolved when it
+ * ends; each change an alerts row and an events row kind "alert".
+ */
+static int
+alert_firing_in_db(struct engine *e, const char *rule, const char *route)
+{
+	struct store_val v[] = { SVT(rule), SVT(route) };
+
+	return store_reader_int(e->reader,
+				"SELECT state = 'firing' FROM alerts WHERE rule = ?1 AND route = ?2 "
+				"ORDER BY id DESC LIMIT 1",
+				v, 2, 0) == 1;
+}
+
+static void
+review_alert(struct engine *e, const char *route, const char *rule, const char *severity,
+	     int *firing, int now_true, double value, double threshold, int64_t now)
+{
+	char detail[160];
+
+	if (*firing == now_true)
+		return;
+	*firing = now_true;
+	{
+		struct store_val v[] = { SVT(rule),	  SVT(route),	   SVT(severity),
+					 SVT(now_true ? "firing" : "resolved"), SVR(value),
+					 SVR(threshold), SVI(now) };
+
+		store_put(e->store, STORE_ALERT_INSERT, v, (int)ARRAY_SIZE(v));
+	}
+	snprintf(detail, sizeof detail, "%s %s: %s (value %g, threshold %g)", rule, route,
+		 now_true ? "firing" : "resolved", value, threshold);
+	review_event(e, now, "alert", route, detail);
+	log_info("review", "%s", detail);
+}
+
 void
 review_q_tick(struct engine *e, int64_t now_wall_ms)
 {
@@ -858,6 +896,21 @@ review_q_tick(struct engine *e, int64_t now_wall_ms)
 	for (i = 0; i < q->nroutes && i < e->nroutes; i++) {
 		if (review_q_overflow(e, i, now_wall_ms, &cause) != 0)
 			goto out;
+	}
+	for (i = 0; i < q->nroutes && i < e->nroutes; i++) {
+		struct review_counts *c = &q->counts[i];
+		const struct review_cfg *rv = &e->routes[i].cfg->review;
+
+		if (!c->alerts_loaded) {
+			/* an episode open before a restart goes on, not again */
+			c->alert_overdue = alert_firing_in_db(e, "review_overdue", q->names[i]);
+			c->alert_overflow = alert_firing_in_db(e, "review_overflow", q->names[i]);
+			c->alerts_loaded = 1;
+		}
+		review_alert(e, q->names[i], "review_overdue", "ticket", &c->alert_overdue,
+			     c->overdue > 0, c->overdue, 0, now_wall_ms);
+		review_alert(e, q->names[i], "review_overflow", "page", &c->alert_overflow,
+			     c->open > rv->capacity, c->open, rv->capacity, now_wall_ms);
 	}
 out:
 	if (cause != NULL)

@@ -104,6 +104,9 @@ struct review_counts {
 	int claimed[PRIORITY__COUNT];
 	int open;    /* pending + claimed, all priorities */
 	int overdue; /* open items past due_at at the last tick */
+	int alert_overdue;  /* the review_overdue alert of the route is firing */
+	int alert_overflow; /* the review_overflow alert of the route is firing */
+	int alerts_loaded;  /* the two flags were read back from the alerts table */
 };
 
 /* What the overflow policy does now (review_overflow_plan). */

@@ -401,6 +401,10 @@ START_TEST(overdue_is_reported_once)
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue' AND subject = 'intent'"),
 			 1);
+	/* an overdue item feeds an alert */
+	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overdue' AND route = 'intent' "
+				       "AND state = 'firing'"),
+			 1);
 	sleep_ms(2000);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue'"), 1);
@@ -410,11 +414,15 @@ START_TEST(overdue_is_reported_once)
 	sleep_ms(2200);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue'"), 1);
-	/* deciding it clears the overdue count */
+	/* deciding it clears the overdue count, and the alert resolves */
 	cJSON_Delete(act(id, "decision", "{\"verdict\":\"reject\"}", OP, 200));
 	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "overdue"), 0);
 	cJSON_Delete(o);
+	sleep_ms(1500);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overdue' AND state = 'resolved'"),
+			 1);
 }
 END_TEST
 
@@ -821,6 +829,12 @@ START_TEST(overflow_without_low_items_keeps_everything)
 	/* said once per episode, not per item */
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND "
 				       "detail LIKE '%no low-priority%'"),
+			 1);
+	/* and the overflow alert fires (the tick runs every second) */
+	sleep_ms(1300);
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overflow' AND state = 'firing' "
+				       "AND value = 3 AND threshold = 1"),
 			 1);
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 3);
 }
