@@ -6,6 +6,7 @@
 #                                  sanitizer build (address,undefined) suite
 #   contrib/dev.sh demo [--no-tui] mock upstream + daemon + traffic + console
 #   contrib/dev.sh bench           benchmarks (not part of the test suite)
+#   contrib/dev.sh fuzz [SECONDS]  every libFuzzer target for SECONDS (default 60)
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -87,6 +88,11 @@ run_suites() { # dir
 		meson test -C "$dir" --print-errorlogs --num-processes 1 --suite console \
 			--logbase suite-console || rc=1
 	fi
+	# The fuzz targets are sanitizer builds of their own: run them once.
+	if [ "$dir" = build ]; then
+		meson test -C "$dir" --print-errorlogs --num-processes 1 --suite fuzz \
+			--logbase suite-fuzz || rc=1
+	fi
 	return $rc
 }
 
@@ -148,8 +154,9 @@ build) deps; build ;;
 test) test_all ;;
 demo) shift; demo "$@" ;;
 bench) bench ;;
+fuzz) shift; bash "$here/contrib/fuzz.sh" "$@" ;;
 *)
-	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench" >&2
+	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench|fuzz [SECONDS]" >&2
 	exit 2
 	;;
 esac

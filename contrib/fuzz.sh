@@ -42,15 +42,18 @@ ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_rep
 # Daemon sources per target (the closure of what each harness calls), and
 # the pkg-config packages it links. api_call.c and api_chat.c hold their
 # endpoint handlers next to the parsers, so the body targets link the whole
-# daemon; @migrations is db/migrations/*.sql embedded by db/embed_sql.c.
-DAEMON_ALL="daemon/alerts.c daemon/api_call.c daemon/api_chat.c daemon/api_control.c
-	daemon/api_slo.c daemon/breaker.c daemon/budget.c daemon/bulkhead.c daemon/cache.c
-	daemon/call.c daemon/clock.c daemon/config.c daemon/config_table.c daemon/control.c
-	daemon/engine.c daemon/escalation.c daemon/health.c daemon/http.c daemon/idem.c
-	daemon/jobs.c daemon/log.c daemon/metrics.c daemon/notify.c daemon/obs.c
-	daemon/outcome.c daemon/retry.c daemon/rng.c daemon/router.c daemon/rules.c
-	daemon/slo.c daemon/timerheap.c daemon/tokens.c daemon/upstream.c daemon/util.c
-	daemon/validate.c db/store.c @migrations"
+# daemon: the modules of daemon/meson.build's daemon_modules whose .c
+# exists (main.c is not one), db/store.c and @migrations, the
+# db/migrations/*.sql embedded by db/embed_sql.c.
+DAEMON_ALL="db/store.c @migrations"
+while read -r m; do
+	[ ! -f "$here/daemon/$m.c" ] || DAEMON_ALL+=" daemon/$m.c"
+done < <(sed -n '/^daemon_modules = \[/,/\]/p' "$here/daemon/meson.build" | grep -o "'[a-z0-9_]*'" |
+	tr -d "'")
+case $DAEMON_ALL in
+*daemon/api_call.c*) ;;
+*) die "no daemon_modules list in daemon/meson.build" ;;
+esac
 
 declare -A SOURCES=(
 	[validate]="daemon/validate.c daemon/rules.c daemon/util.c"
@@ -70,6 +73,13 @@ declare -A PACKAGES=(
 	[retry_after]=""
 	[tokens]=""
 	[upstream_reply]="libcjson libcurl"
+)
+
+# -max_len per target: past the 4 KiB stack buffers of rules.c and the
+# 4 KiB line limit of tokens.c; a Retry-After value is short.
+declare -A MAXLEN=(
+	[validate]=16384 [config]=16384 [call_body]=8192 [chat_body]=8192
+	[retry_after]=256 [tokens]=8192 [upstream_reply]=8192
 )
 
 targets=("$@")
@@ -128,7 +138,8 @@ compile() { # source object
 	else
 		src=$here/$src
 	fi
-	"$cc" "${CFLAGS[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj.tmp" && mv "$obj.tmp" "$obj"
+	"$cc" "${CFLAGS[@]}" -fsanitize=fuzzer-no-link -c "$src" -o "$obj.$$.tmp" &&
+		mv "$obj.$$.tmp" "$obj"
 }
 
 build() {
@@ -143,7 +154,7 @@ build() {
 	for src in "${!seen[@]}"; do
 		obj=$(obj_of "$src")
 		if [ "$src" = @migrations ]; then
-			stale "$obj" "$out/migrations.c" "${headers[@]}" || continue
+			stale "$obj" "$out/migrations.c" "${headers[@]}" "${BASH_SOURCE[0]}" || continue
 		else
 			[ -f "$here/$src" ] || die "$src is missing (update SOURCES in contrib/fuzz.sh)"
 			stale "$obj" "$here/$src" "${headers[@]}" "${BASH_SOURCE[0]}" || continue
@@ -174,7 +185,8 @@ build() {
 			"${headers[@]}" || continue
 		log "link fuzz_$t"
 		"$cc" "${CFLAGS[@]}" -fsanitize=fuzzer "$here/tests/fuzz/fuzz_$t.c" "${objs[@]}" \
-			"${libs[@]}" -lm -lpthread -o "$bin" || die "link of fuzz_$t failed"
+			"${libs[@]}" -lm -lpthread -o "$bin" ||
+			die "link of fuzz_$t failed (a source missing from SOURCES in contrib/fuzz.sh?)"
 	done
 }
 
@@ -192,7 +204,8 @@ run() { # target
 	log "fuzz_$t: ${secs}s over $corpus"
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 		ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} \
-		"$bin" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
+		"$bin" -max_total_time="$secs" -timeout=5 -rss_limit_mb=2048 -max_len="${MAXLEN[$t]}" \
+		-print_final_stats=1 \
 		-artifact_prefix="$arts/" "${dict[@]}" "$corpus" >"$logf" 2>&1 || rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$logf" | tail -n 1)
 	stats=$(grep -Eo 'cov: [0-9]+ ft: [0-9]+ corp: [0-9]+' "$logf" | tail -n 1 || true)

@@ -119,6 +119,25 @@ call_done(struct call *c, const struct call_answer *a, void *arg)
 }
 
 int
+api_request_id_check(const char *id, const char *field, char *msg, size_t msglen)
+{
+	size_t n = strlen(id), i;
+
+	if (n == 0 || n > MAX_REQUEST_ID) {
+		snprintf(msg, msglen, "%s: must be 1 to %d characters", field, MAX_REQUEST_ID);
+		return 400;
+	}
+	for (i = 0; i < n; i++) {
+		if ((unsigned char)id[i] < 0x21 || (unsigned char)id[i] == 0x7f) {
+			snprintf(msg, msglen, "%s: must not contain spaces or control characters",
+				 field);
+			return 400;
+		}
+	}
+	return 0;
+}
+
+int
 api_call_parse(const char *body, size_t len, const char *hdr_request_id, const char *hdr_budget,
 	       struct call_req *cr, int *async, char *msg, size_t msglen)
 {
@@ -183,19 +202,8 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 		h = v->valuestring;
 	}
 	if (h) {
-		size_t n = strlen(h), i;
-
-		if (n == 0 || n > MAX_REQUEST_ID) {
-			snprintf(msg, msglen, "request_id: must be 1 to %d characters", MAX_REQUEST_ID);
+		if (api_request_id_check(h, "request_id", msg, msglen) != 0)
 			goto out;
-		}
-		for (i = 0; i < n; i++) {
-			if ((unsigned char)h[i] < 0x21 || (unsigned char)h[i] == 0x7f) {
-				snprintf(msg, msglen,
-					 "request_id: must not contain spaces or control characters");
-				goto out;
-			}
-		}
 		cr->request_id = xstrdup(h);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "budget_ms");

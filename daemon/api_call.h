@@ -7,6 +7,9 @@
 
 #include "call.h"
 
+/* A request id: 1..128 bytes, no spaces or control characters. 0, or 400 with msg naming field. */
+int api_request_id_check(const char *id, const char *field, char *msg, size_t msglen);
+
 /*
  * Parse a /v1/routes/{route}/call body (len bytes, any content) and the
  * X-Request-ID / X-Fusebox-Budget-Ms header values (NULL when absent; the

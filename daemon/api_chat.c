@@ -323,8 +323,11 @@ api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const c
 		*stream = cJSON_IsTrue(v);
 	}
 	h = hdr_request_id;
-	if (h && *h && strlen(h) <= 128)
+	if (h) {
+		if (api_request_id_check(h, "X-Request-ID", msg, msglen) != 0)
+			goto out;
 		cr->request_id = xstrdup(h);
+	}
 	h = hdr_budget;
 	if (h) {
 		int64_t b;

@@ -56,9 +56,18 @@ int
 itd_restart_daemon(struct itd *t)
 {
 	char *bin = harness_path("daemon/fuseboxd");
-	char *argv[] = { bin, "-c", t->cfg_path, NULL };
-	int r = proc_spawn(&t->d, argv, 10000);
+	char *argv[20] = { bin, "-c", t->cfg_path, NULL };
+	/* FB_DAEMON_WRAPPER="/abs/tool args..." runs fuseboxd under it (valgrind). */
+	char *wrap = getenv("FB_DAEMON_WRAPPER") ? strdup(getenv("FB_DAEMON_WRAPPER")) : NULL;
+	char *save = NULL, *w = wrap ? strtok_r(wrap, " ", &save) : NULL;
+	int n = 0, r;
 
+	for (; w != NULL && n < 16; w = strtok_r(NULL, " ", &save))
+		argv[n++] = w;
+	if (n > 0)
+		memcpy(&argv[n], (char *[]){ bin, "-c", t->cfg_path, NULL }, 4 * sizeof(char *));
+	r = proc_spawn(&t->d, argv, n > 0 ? 60000 : 10000);
+	free(wrap);
 	free(bin);
 	if (r == 0)
 		snprintf(t->base, sizeof t->base, "http://127.0.0.1:%d", t->d.port);

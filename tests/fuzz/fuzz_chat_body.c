@@ -28,12 +28,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	fuzz_split(data, size, &s);
 	memset(&cr, 0, sizeof cr);
-	r = api_chat_parse(s.body, s.len, s.hdr_request_id, s.hdr_budget, &cr, &stream, &model,
-			   msg, sizeof msg);
+	r = api_chat_parse(s.body, s.len, s.hdr_request_id, s.hdr_budget, &cr, &stream, &model, msg,
+			   sizeof msg);
 	if (r == 0) {
 		assert(model != NULL);
 		assert(cJSON_IsArray(cr.messages) && cJSON_GetArraySize(cr.messages) > 0);
-		cJSON_ArrayForEach(m, cr.messages) {
+		cJSON_ArrayForEach(m, cr.messages)
+		{
 			assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "role")));
 			assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "content")));
 		}
@@ -41,7 +42,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(!cr.params.has_temperature ||
 		       (cr.params.temperature >= 0 && cr.params.temperature <= 2));
 		assert(cr.params.max_tokens >= 0 && cr.params.max_tokens <= 10000000);
-		assert(cr.params.response_format == NULL || cJSON_IsObject(cr.params.response_format));
+		assert(cr.params.response_format == NULL ||
+		       cJSON_IsObject(cr.params.response_format));
 		assert(stream == 0 || stream == 1);
 		assert(cr.caller_budget_ms >= 0 && cr.caller_budget_ms <= 86400000);
 		assert(cr.request_id == NULL ||

@@ -22,8 +22,10 @@
 
 static const char *const answers[] = {
 	"{\"intent\": \"refund\", \"confidence\": 0.92, \"summary\": \"wants the money back\"}",
-	"```json\n{\"Intent\": \"complaint\", \"CONFIDENCE\": \"1.5\", \"summary\": \"unknown\"}\n```",
-	"{\"province\": \"广东省\", \"city\": \"深圳市\", \"district\": \"南山区\", \"confidence\": 0.4}",
+	"```json\n{\"Intent\": \"complaint\", \"CONFIDENCE\": \"1.5\", \"summary\": "
+	"\"unknown\"}\n```",
+	"{\"province\": \"广东省\", \"city\": \"深圳市\", \"district\": \"南山区\", "
+	"\"confidence\": 0.4}",
 	"Sure: {\"answer\": \"42\", \"tags\": [\"a\", \"b\"], \"n\": 3, \"ok\": true, \"x\": null}",
 	"{\"intent\": \"other\"",
 	"",

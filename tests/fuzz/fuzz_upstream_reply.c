@@ -112,7 +112,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rw == 0 && rc == 0) {
 		assert(whole.n == cut.n);
 		assert(whole.log.len == cut.log.len);
-		assert(whole.log.len == 0 || memcmp(whole.log.data, cut.log.data, whole.log.len) == 0);
+		assert(whole.log.len == 0 ||
+		       memcmp(whole.log.data, cut.log.data, whole.log.len) == 0);
 		assert(dw == dc);
 	}
 	buf_free(&whole.log);

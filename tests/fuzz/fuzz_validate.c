@@ -24,23 +24,24 @@
 #include "validate.h"
 
 #define SCHEMA                                                                                     \
-	"{\"type\": \"object\", \"required\": [\"intent\", \"confidence\"],"                        \
-	" \"properties\": {"                                                                        \
-	"  \"intent\": {\"type\": \"string\", \"enum\": [\"refund\", \"complaint\", \"consult\","   \
-	"   \"other\"]},"                                                                           \
-	"  \"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1},"                 \
-	"  \"summary\": {\"type\": \"string\", \"minLength\": 4, \"maxLength\": 100,"               \
-	"   \"pattern\": \"^[^<>]*$\"},"                                                            \
-	"  \"priority\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 5},"                  \
-	"  \"urgent\": {\"type\": \"boolean\"},"                                                    \
-	"  \"note\": {\"type\": [\"string\", \"null\"], \"maxLength\": 20},"                        \
-	"  \"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 16}},"  \
-	"  \"scores\": {\"type\": \"array\", \"items\": {\"type\": \"number\"}},"                   \
-	"  \"address\": {\"type\": \"object\", \"additionalProperties\": false,"                    \
-	"   \"required\": [\"province\"],"                                                          \
-	"   \"properties\": {\"province\": {\"type\": \"string\", \"minLength\": 1},"               \
-	"    \"city\": {\"type\": \"string\"}, \"postcode\": {\"type\": [\"string\", \"integer\"],"   \
-	"    \"pattern\": \"^[0-9]{6}$\"}}}},"                                                      \
+	"{\"type\": \"object\", \"required\": [\"intent\", \"confidence\"],"                       \
+	" \"properties\": {"                                                                       \
+	"  \"intent\": {\"type\": \"string\", \"enum\": [\"refund\", \"complaint\", \"consult\","  \
+	"   \"other\"]},"                                                                          \
+	"  \"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1},"                \
+	"  \"summary\": {\"type\": \"string\", \"minLength\": 4, \"maxLength\": 100,"              \
+	"   \"pattern\": \"^[^<>]*$\"},"                                                           \
+	"  \"priority\": {\"type\": \"integer\", \"minimum\": 1, \"maximum\": 5},"                 \
+	"  \"urgent\": {\"type\": \"boolean\"},"                                                   \
+	"  \"note\": {\"type\": [\"string\", \"null\"], \"maxLength\": 20},"                       \
+	"  \"tags\": {\"type\": \"array\", \"items\": {\"type\": \"string\", \"maxLength\": 16}}," \
+	"  \"scores\": {\"type\": \"array\", \"items\": {\"type\": \"number\"}},"                  \
+	"  \"address\": {\"type\": \"object\", \"additionalProperties\": false,"                   \
+	"   \"required\": [\"province\"],"                                                         \
+	"   \"properties\": {\"province\": {\"type\": \"string\", \"minLength\": 1},"              \
+	"    \"city\": {\"type\": \"string\"}, \"postcode\": {\"type\": [\"string\", "             \
+	"\"integer\"],"                                                                            \
+	"    \"pattern\": \"^[0-9]{6}$\"}}}},"                                                     \
 	" \"description\": \"ticket classification\", \"$comment\": \"fuzz\"}"
 
 struct fixture {

@@ -12,6 +12,7 @@ if [ "$#" -ne 2 ]; then
 	echo "usage: tests/fuzz/run_brief.sh BUILD_ROOT SOURCE_ROOT" >&2
 	exit 2
 fi
+mkdir -p "$1"
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
 secs=${FUZZ_SECONDS:-20}
