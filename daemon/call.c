@@ -75,6 +75,7 @@ struct attempt {
 	int64_t started_wall;
 	int64_t first_byte_us;
 	int64_t input_tokens;
+	char errbuf[CURL_ERROR_SIZE];
 	struct timer t_first_byte; /* streaming: first token, then the idle gap */
 	struct timer t_total;
 	int streaming;		   /* SSE requested from the upstream */
@@ -754,6 +755,7 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(h, CURLOPT_PREREQDATA, a);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, a);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->errbuf);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)a->to.connect_ms);
 	/* Our timers end the attempt; curl's own total is a backstop. */
@@ -878,6 +880,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 			.got_headers = a->got_headers,
 			.body_too_big = a->body_too_big,
 			.json_type = a->json_type,
+			.bad_framing = strcasestr(a->errbuf, "chunk") != NULL,
 		};
 
 		o = upstream_classify(&f);

@@ -177,6 +177,10 @@ upstream_reply_clear(struct upstream_reply *r)
 enum outcome
 upstream_classify(const struct upstream_facts *f)
 {
+	/* A server that breaks HTTP's framing sent an invalid response, even
+	 * though curl reports it as a receive error. */
+	if (f->bad_framing && f->code != CURLE_OK && f->code != CURLE_OPERATION_TIMEDOUT)
+		return OUTCOME_INVALID_RESPONSE;
 	switch (f->code) {
 	case CURLE_OK:
 		break;

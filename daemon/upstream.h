@@ -82,6 +82,7 @@ struct upstream_facts {
 	int got_headers;   /* the response headers were complete */
 	int body_too_big;  /* max_response_bytes reached */
 	int json_type;	   /* Content-Type is application/json (or absent) */
+	int bad_framing;   /* curl's error says the HTTP framing was broken (chunked encoding) */
 };
 
 /*

@@ -445,6 +445,21 @@ START_TEST(test_classify_table)
 			      i, (int)cases[i].code, cases[i].status, outcome_name(got),
 			      outcome_name(cases[i].want));
 	}
+	/* broken chunked framing is an invalid response, not a reset... */
+	{
+		struct upstream_facts f;
+
+		memset(&f, 0, sizeof f);
+		f.code = CURLE_RECV_ERROR;
+		f.connected = 1;
+		f.got_headers = 1;
+		f.http_status = 200;
+		f.bad_framing = 1;
+		ck_assert_int_eq(upstream_classify(&f), OUTCOME_INVALID_RESPONSE);
+		/* ...but a timeout stays a timeout */
+		f.code = CURLE_OPERATION_TIMEDOUT;
+		ck_assert_int_eq(upstream_classify(&f), OUTCOME_TOTAL_TIMEOUT);
+	}
 }
 END_TEST
 
