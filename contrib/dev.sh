@@ -142,10 +142,10 @@ demo() {
 }
 
 bench() {
+	# wrk and nginx for the overhead baseline, perf and valgrind to profile
+	PACKAGES+=(wrk nginx-light linux-perf valgrind)
 	deps
-	setup build -Dbuildtype=release
-	ninja -C build
-	meson test -C build --benchmark --verbose
+	exec bash "$here/contrib/bench.sh" "$@"
 }
 
 case "${1:-}" in
@@ -153,7 +153,7 @@ deps) deps ;;
 build) deps; build ;;
 test) test_all ;;
 demo) shift; demo "$@" ;;
-bench) bench ;;
+bench) shift; bench "$@" ;;
 fuzz) shift; bash "$here/contrib/fuzz.sh" "$@" ;;
 *)
 	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench|fuzz [SECONDS]" >&2

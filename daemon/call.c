@@ -764,6 +764,11 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 	curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	/* libcurl 7.88 scans every connection to the host for one to reuse:
+	 * with hundreds in flight that scan is O(n) per attempt; a busy
+	 * backend gets a fresh connection instead. */
+	if (b->bulkhead.inflight > 64)
+		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
 	engine_timer_arm(e, &a->t_first_byte, a->started_us + a->to.first_byte_ms * 1000);
 	engine_timer_arm(e, &a->t_total, a->started_us + a->to.total_ms * 1000);
 	curl_multi_add_handle(e->multi, h);
@@ -1185,7 +1190,8 @@ model_step(struct call *c, const char **why)
 				any_full = 1;
 		}
 		engine_breaker_events(e, b);
-		if (rc->health_weighting)
+		/* health only matters when there is a choice (it sorts latencies) */
+		if (rc->health_weighting && n > 1)
 			w *= health_score(&b->health, now_ms, rc->budget_ms, b->bulkhead.inflight,
 					  b->bulkhead.max);
 		cand[i].weight = w;

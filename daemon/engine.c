@@ -256,10 +256,18 @@ engine_post(struct engine *e, engine_task_fn fn, void *arg)
 	(void)n;
 }
 
+/*
+ * Run the posted tasks. A burst of thousands of new calls must not starve
+ * the deadlines of the calls already waiting: due timers run between
+ * every RUN_TASKS_BATCH tasks.
+ */
+#define RUN_TASKS_BATCH 32
+
 static void
 run_tasks(struct engine *e)
 {
 	struct engine_task *t, *next;
+	int n = 0;
 
 	pthread_mutex_lock(&e->qlock);
 	t = e->qhead;
@@ -269,6 +277,8 @@ run_tasks(struct engine *e)
 		next = t->next;
 		t->fn(e, t->arg);
 		free(t);
+		if (++n % RUN_TASKS_BATCH == 0 && !e->exited)
+			timerheap_run(&e->timers, clock_mono_us());
 	}
 }
 

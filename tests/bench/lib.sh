@@ -301,3 +301,27 @@ CALL_BODY='{"input":"Hello, I ordered shoes last week and they arrived damaged. 
 bench_daemon() {
 	bench_spawn "$1" "$2" "$tmp/fuseboxd.log" "$fuseboxd" -c "$3"
 }
+
+# verdict VALUE OP TARGET: "met" or "MISSED" (OP: le, ge, lt, eq).
+verdict() {
+	awk -v v="$1" -v op="$2" -v t="$3" 'BEGIN {
+		if (v == "" || v == "nan") { print "n/a"; exit }
+		ok = (op == "le" && v + 0 <= t + 0) || (op == "ge" && v + 0 >= t + 0) ||
+		     (op == "lt" && v + 0 < t + 0) || (op == "eq" && v + 0 == t + 0);
+		print ok ? "met" : "MISSED" }'
+}
+
+# target KEY VALUE UNIT OP TARGET: a RESULT line with the target and verdict.
+target() {
+	local sym
+	case $4 in le) sym="<=" ;; ge) sym=">=" ;; lt) sym="<" ;; eq) sym="=" ;; esac
+	echo "RESULT $1 $2 $3 target:$sym$5 $(verdict "$2" "$4" "$5")"
+}
+
+calc() { awk "BEGIN { printf \"%.6g\n\", $* }"; }
+
+kv0() { # like kv, 0 when absent
+	local v
+	v=$(kv "$1" "$2")
+	echo "${v:-0}"
+}
