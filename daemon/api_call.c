@@ -93,7 +93,7 @@ static void
 call_done(struct call *c, const struct call_answer *a, void *arg)
 {
 	struct call_ctx *ctx = arg;
-	char *body = call_answer_json(a, 0);
+	char *body = xstrdup(a->json);
 	struct idem_waiter *w = NULL, *next;
 
 	(void)c;

@@ -229,7 +229,7 @@ log_call_row(struct call *c)
 {
 	struct call_answer *a = &c->ans;
 	char *result = a->result ? cJSON_PrintUnformatted(a->result) : NULL;
-	char *response = call_answer_json(a, 0);
+	const char *response = a->json;
 	const struct log_cfg *lc = &c->e->cfg->log;
 	const char *input = lc->inputs ? input_text(c) : NULL;
 	struct store_val v[] = {
@@ -257,7 +257,6 @@ log_call_row(struct call *c)
 
 	store_put(c->e->store, STORE_CALL_INSERT, v, (int)ARRAY_SIZE(v));
 	free(result);
-	free(response);
 }
 
 /* One review item (pending), committed before the caller hears "pending". 1 when queued. */
@@ -463,6 +462,8 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 	a->route = c->rc->name;
 	if (c->review_reason)
 		a->review = enqueue_review(c, c->review_reason, result);
+	/* Rendered once: the calls row, the HTTP answer and the job result share it. */
+	a->json = call_answer_json(a, 0);
 	if (c->xcheck)
 		goto handed; /* a shadow: no calls row, no SLO, no escalation */
 	call_escalation(c, src);
@@ -513,6 +514,7 @@ call_free(struct call *c)
 	free(c->last_raw);
 	cJSON_Delete(c->ans.result);
 	free(c->ans.text);
+	free((char *)c->ans.json);
 	free(c);
 }
 

@@ -66,6 +66,7 @@ struct call_answer {
 	char stream_error[32];	/* a streamed answer cut short: outcome name; "" otherwise */
 	int64_t prompt_tokens;	/* from the upstream's usage; -1 unknown */
 	int64_t completion_tokens;
+	const char *json;	/* call_answer_json(answer, 0), rendered once (owned by the call) */
 };
 
 typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);

@@ -118,7 +118,7 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 {
 	struct job *jb = arg;
 	struct jobs *j = jb->owner;
-	char *response = call_answer_json(a, 0);
+	char *response = xstrdup(a->json);
 	cJSON *body = cJSON_Parse(jb->body), *cb;
 
 	job_set_state(j, jb, a->http_status == 200 ? JOB_DONE : JOB_FAILED, response);
