@@ -7,6 +7,8 @@
 #   contrib/dev.sh demo [--no-tui] mock upstream + daemon + traffic + console
 #   contrib/dev.sh bench           benchmarks (not part of the test suite)
 #   contrib/dev.sh fuzz [SECONDS]  every libFuzzer target for SECONDS (default 60)
+#   contrib/dev.sh reliability     fault matrix, crash loop, overload, valgrind;
+#                                  "reliability soak MINUTES" for the soak
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -155,8 +157,9 @@ test) test_all ;;
 demo) shift; demo "$@" ;;
 bench) shift; bench "$@" ;;
 fuzz) shift; bash "$here/contrib/fuzz.sh" "$@" ;;
+reliability) shift; deps; build; exec bash "$here/contrib/reliability.sh" "$@" ;;
 *)
-	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench|fuzz [SECONDS]" >&2
+	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench|fuzz [SECONDS]|reliability" >&2
 	exit 2
 	;;
 esac
