@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +132,15 @@ itd_kill_daemon(struct itd *t, int sig)
 	return proc_kill(&t->d, sig);
 }
 
+static int
+rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
 void
 itd_stop(struct itd *t)
 {
@@ -147,6 +157,9 @@ itd_stop(struct itd *t)
 				"see the report above\n", ds, ms);
 		_exit(3);
 	}
+	/* FB_KEEP_TMP=1 keeps the folder (config, DB) for a post-mortem. */
+	if (t->dir && getenv("FB_KEEP_TMP") == NULL)
+		nftw(t->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 	free(t->dir);
 	free(t->db);
 	free(t->cfg_path);
