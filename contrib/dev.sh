@@ -157,7 +157,7 @@ test) test_all ;;
 demo) shift; demo "$@" ;;
 bench) shift; bench "$@" ;;
 fuzz) shift; bash "$here/contrib/fuzz.sh" "$@" ;;
-reliability) shift; deps; build; exec bash "$here/contrib/reliability.sh" "$@" ;;
+reliability) shift; PACKAGES+=(valgrind); deps; build; exec bash "$here/contrib/reliability.sh" "$@" ;;
 *)
 	echo "usage: contrib/dev.sh deps|build|test|demo [--no-tui]|bench|fuzz [SECONDS]|reliability" >&2
 	exit 2
