@@ -374,6 +374,28 @@ handle_metrics(struct http_req *r, struct engine *e)
 	metrics_family(&m, "fusebox_log_rows_dropped_total", METRICS_COUNTER,
 		       "Log rows refused because the SQLite writer queue was full.");
 	metrics_sample(&m, "fusebox_log_rows_dropped_total", NULL, 0, (double)ss.dropped);
+	{
+		/* engine counters without a label */
+		const struct {
+			const char *name, *help;
+			uint64_t v;
+		} ec[] = {
+			{ "fusebox_replays_total",
+			  "Calls answered from the idempotency table (replay or single flight): no calls row",
+			  e->counters.replays },
+			{ "fusebox_rejected_inflight_total", "Calls refused 429: max_inflight reached",
+			  e->counters.rejected_inflight },
+			{ "fusebox_wire_resends_total",
+			  "Requests libcurl re-sent on a dead reused connection (each an attempt)",
+			  e->counters.wire_resends },
+		};
+		size_t k;
+
+		for (k = 0; k < ARRAY_SIZE(ec); k++) {
+			metrics_family(&m, ec[k].name, METRICS_COUNTER, ec[k].help);
+			metrics_sample(&m, ec[k].name, NULL, 0, (double)ec[k].v);
+		}
+	}
 	metrics_family(&m, "fusebox_inflight_calls", METRICS_GAUGE,
 		       "Calls admitted and not yet answered.");
 	metrics_sample(&m, "fusebox_inflight_calls", NULL, 0, (double)e->inflight);

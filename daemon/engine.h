@@ -76,6 +76,7 @@ struct engine_task {
 	void *arg;
 };
 
+/* Exposed in /metrics (api_slo.c). */
 struct engine_counters {
 	uint64_t calls;
 	uint64_t replays;

@@ -401,10 +401,6 @@ auth_check(struct http_server *s, struct http_req *r)
 	return 0;
 }
 
-struct dispatch {
-	struct http_req *r;
-};
-
 static void
 engine_dispatch(struct engine *e, void *arg)
 {

@@ -547,8 +547,16 @@ START_TEST(idempotent_replay_and_single_flight)
 	ck_assert_int_eq(replayed, 1);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 2);
 	itd_settle();
-	/* A replay adds no calls row. */
+	/* A replay adds no calls row; it is counted in a metric. */
 	ck_assert_int_eq(itd_count(&T, "calls"), 2);
+	{
+		struct http_resp m;
+
+		ck_assert_int_eq(itd_req(&T, "GET", "/metrics", NULL, "view-token", 5000, &m), 0);
+		ck_assert_int_eq(m.status, 200);
+		ck_assert_ptr_nonnull(strstr(m.body, "\nfusebox_replays_total 2\n"));
+		http_resp_free(&m);
+	}
 	/* GET /v1/requests/{id} knows sync calls. */
 	{
 		struct http_resp r;
