@@ -15,6 +15,8 @@ struct idem {
 	struct idem_entry *fhead, *ftail;
 	int count;
 	int capacity;
+	size_t bytes;	  /* stored answers */
+	size_t max_bytes; /* done entries are evicted early beyond it (the calls table still answers) */
 };
 
 static uint32_t
@@ -39,6 +41,7 @@ idem_new(int capacity)
 	struct idem *t = xcalloc(1, sizeof *t);
 
 	t->capacity = capacity;
+	t->max_bytes = IDEM_MAX_BYTES;
 	return t;
 }
 
@@ -104,6 +107,7 @@ idem_insert(struct idem *t, const char *route, const char *request_id, int64_t e
 	struct idem_entry *en = xcalloc(1, sizeof *en);
 	uint32_t b;
 
+	en->owner = t;
 	en->key = make_key(route, request_id);
 	en->expires_wall_ms = expires_wall_ms;
 	b = hash_key(en->key) % NBUCKETS;
@@ -128,6 +132,7 @@ idem_complete(struct idem_entry *en, unsigned status, const char *response)
 	en->status = status;
 	free(en->response);
 	en->response = xstrdup(response ? response : "");
+	en->owner->bytes += strlen(en->response);
 	return w;
 }
 
@@ -148,9 +153,12 @@ idem_expire(struct idem *t, int64_t now_wall_ms)
 	/* In flight entries at the head stop the sweep: they are rare and
 	 * short-lived, and the next turn gets past them. */
 	while (t->fhead && t->fhead->done &&
-	       (t->fhead->expires_wall_ms <= now_wall_ms || t->count > t->capacity)) {
+	       (t->fhead->expires_wall_ms <= now_wall_ms || t->count > t->capacity ||
+		t->bytes > t->max_bytes)) {
 		struct idem_entry *en = t->fhead;
 
+		if (en->response)
+			t->bytes -= strlen(en->response);
 		t->fhead = en->fnext;
 		if (t->fhead == NULL)
 			t->ftail = NULL;
@@ -158,6 +166,12 @@ idem_expire(struct idem *t, int64_t now_wall_ms)
 		t->count--;
 		entry_free(en);
 	}
+}
+
+void
+idem_set_max_bytes(struct idem *t, size_t max_bytes)
+{
+	t->max_bytes = max_bytes;
 }
 
 int

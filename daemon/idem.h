@@ -4,12 +4,17 @@
  * An entry is in flight (the first caller's call is running; later callers
  * wait on it: single flight) or done (the stored answer is replayed until
  * it expires). Entries expire in insertion order (one TTL for all), so
- * expiry pops a FIFO. Done entries beyond the capacity are evicted early
- * (the calls table still answers for them). Engine thread only.
+ * expiry pops a FIFO. Done entries beyond the capacity (entries) or
+ * IDEM_MAX_BYTES (stored answers) are evicted early: the calls table still
+ * answers for them. Engine thread only.
  */
+#include <stddef.h>
 #include <stdint.h>
 
 struct idem;
+
+/* Stored answers kept in memory at most (done entries beyond it go early). */
+#define IDEM_MAX_BYTES (64u * 1024 * 1024)
 
 struct idem_waiter {
 	struct idem_waiter *next;
@@ -25,6 +30,7 @@ struct idem_entry {
 	struct idem_waiter *waiters; /* in flight: callers waiting for the first */
 	struct idem_entry *hnext;    /* hash chain */
 	struct idem_entry *fnext;    /* FIFO */
+	struct idem *owner;
 };
 
 struct idem *idem_new(int capacity);
@@ -39,4 +45,6 @@ struct idem_waiter *idem_complete(struct idem_entry *en, unsigned status, const 
 /* Forget an in-flight entry whose call produced no replayable answer. */
 void idem_remove(struct idem *t, struct idem_entry *en);
 void idem_expire(struct idem *t, int64_t now_wall_ms);
+/* Change the byte budget of stored answers (tests; default IDEM_MAX_BYTES). */
+void idem_set_max_bytes(struct idem *t, size_t max_bytes);
 int idem_count(const struct idem *t);

@@ -2,6 +2,7 @@
  * test_idem: the idempotency table with literal wall times.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -212,6 +213,37 @@ START_TEST(test_waiters_handover)
 }
 END_TEST
 
+
+START_TEST(test_byte_budget_evicts_done_entries)
+{
+	struct idem *t = idem_new(1000);
+	char answer[61];
+	int i;
+
+	memset(answer, 'a', 60);
+	answer[60] = '\0';
+	idem_set_max_bytes(t, 100);
+	for (i = 0; i < 3; i++) {
+		char id[8];
+		struct idem_entry *en;
+
+		snprintf(id, sizeof id, "r%d", i);
+		en = idem_insert(t, "intent", id, 1000000);
+		free(idem_complete(en, 200, answer));
+	}
+	idem_insert(t, "intent", "in-flight", 1000000); /* never evicted early */
+	ck_assert_int_eq(idem_count(t), 4);
+	/* 180 bytes of answers > 100: the oldest go until 60 <= 100 */
+	idem_expire(t, 10);
+	ck_assert_int_eq(idem_count(t), 2);
+	ck_assert_ptr_null(idem_find(t, "intent", "r0", 10));
+	ck_assert_ptr_null(idem_find(t, "intent", "r1", 10));
+	ck_assert_ptr_nonnull(idem_find(t, "intent", "r2", 10));
+	ck_assert_ptr_nonnull(idem_find(t, "intent", "in-flight", 10));
+	idem_free(t);
+}
+END_TEST
+
 static Suite *
 idem_suite(void)
 {
@@ -225,6 +257,7 @@ idem_suite(void)
 		{ "capacity_done_only", test_capacity_done_only },
 		{ "remove", test_remove },
 		{ "waiters_handover", test_waiters_handover },
+		{ "byte_budget", test_byte_budget_evicts_done_entries },
 	};
 	Suite *s = suite_create("idem");
 	TCase *tc;
