@@ -791,9 +791,15 @@ engine_reload_from_disk(struct engine *e, char **cause)
 		free(*cause);
 		*cause = NULL;
 	}
-	if (e->srv)
-		http_set_auth(e->srv, tokens, ncfg->callers_require_token, ncfg->metrics_public);
-	else
-		tokens_free(tokens);
-	return engine_reload(e, ncfg, cause);
+	{
+		int crt = ncfg->callers_require_token, mp = ncfg->metrics_public;
+
+		/* Tokens change only with a configuration that was applied. */
+		r = engine_reload(e, ncfg, cause);
+		if (r == 0 && e->srv)
+			http_set_auth(e->srv, tokens, crt, mp);
+		else
+			tokens_free(tokens);
+	}
+	return r;
 }
