@@ -41,9 +41,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "migrations.h"
+
+/* Nice of the writer thread (background work, see store_writer_main). */
+#define STORE_WRITER_NICE 10
 
 #define STORE_BATCH_ROWS	1000
 #define STORE_BATCH_WAIT_US	(50 * 1000)
@@ -886,6 +892,14 @@ store_writer_main(void *arg)
 	int64_t now_us, deadline_us;
 	int synced;
 
+	/*
+	 * The writer is background work: on a busy machine a thread that
+	 * answers calls (engine, HTTP) must get the core first. Nice is per
+	 * thread on Linux; raising it needs no privilege. Measured on the
+	 * 2-core bench machine: without it a batch commit delays the engine
+	 * by a scheduler slice (p99 of a 100 us call went to ~3.6 ms).
+	 */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), STORE_WRITER_NICE);
 	pthread_mutex_lock(&st->lock);
 	for (;;) {
 		if (st->prune_turn && st->prune_running && !st->closing) {
