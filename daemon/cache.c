@@ -179,6 +179,19 @@ put_key(struct cache *c, const char *route, char *key, const cJSON *result, int 
 }
 
 int
+cache_expire(struct cache *c, int64_t before_wall_ms)
+{
+	int n = 0;
+
+	/* The FIFO is oldest-first (a re-put moves an entry to the tail). */
+	while (c->fhead && c->fhead->stored_at < before_wall_ms) {
+		evict_head(c);
+		n++;
+	}
+	return n;
+}
+
+int
 cache_get(struct cache *c, const char *route, const char *input, int ttl_s, int64_t now_wall_ms,
 	  const cJSON **result, int *has_conf, double *conf)
 {

@@ -30,3 +30,10 @@ void cache_put(struct cache *c, const char *route, const char *input, const cJSO
 /* Load rows stored at or after since_wall_ms from the DB. */
 int cache_load(struct cache *c, struct store_reader *rd, int64_t since_wall_ms);
 int cache_count(const struct cache *c);
+/*
+ * Drop the entries stored before before_wall_ms (no TTL can serve them any
+ * more); returns how many. Without it an entry nobody asks for again (an
+ * input with an order number in it) stays until the capacity pushes it
+ * out: memory would grow for hours under a steady mix of new inputs.
+ */
+int cache_expire(struct cache *c, int64_t before_wall_ms);

@@ -181,6 +181,34 @@ START_TEST(test_replace)
 }
 END_TEST
 
+START_TEST(test_expire_oldest_first)
+{
+	struct cache *c = cache_new(100);
+
+	put(c, 0, "a", "A", 1, 1000);
+	put(c, 1, "b", "B", 1, 2000);
+	put(c, 0, "c", "C", 1, 3000);
+	/* a re-put makes "a" the newest */
+	put(c, 0, "a", "A2", 1, 4000);
+	ck_assert_int_eq(cache_expire(c, 1000), 0);
+	ck_assert_int_eq(cache_expire(c, 2001), 1); /* b */
+	ck_assert_int_eq(cache_count(c), 2);
+	ck_assert_ptr_null(get(c, 1, "b", 3600, 5000));
+	ck_assert_str_eq(get(c, 0, "a", 3600, 5000), "A2");
+	ck_assert_int_eq(cache_expire(c, 4000), 1); /* c, not a (stored at 4000) */
+	ck_assert_str_eq(get(c, 0, "a", 3600, 5000), "A2");
+	ck_assert_ptr_null(get(c, 0, "c", 3600, 5000));
+	/* the table still works after emptying */
+	ck_assert_int_eq(cache_expire(c, 10000), 1);
+	ck_assert_int_eq(cache_count(c), 0);
+	ck_assert_int_eq(cache_expire(c, 20000), 0);
+	put(c, 0, "d", "D", 1, 30000);
+	ck_assert_str_eq(get(c, 0, "d", 10, 30000), "D");
+	ck_assert_int_eq(cache_count(c), 1);
+	cache_free(c);
+}
+END_TEST
+
 START_TEST(test_store_null)
 {
 	struct cache *c = cache_new(10);
@@ -212,6 +240,7 @@ cache_suite(void)
 		{ "ttl", test_ttl },
 		{ "capacity_oldest_first", test_capacity_oldest_first },
 		{ "replace", test_replace },
+		{ "expire_oldest_first", test_expire_oldest_first },
 		{ "store_null", test_store_null },
 	};
 	Suite *s = suite_create("cache");
