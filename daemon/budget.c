@@ -131,3 +131,65 @@ budget_dynamic_timeout(const struct timeout_cfg *tc, int64_t p_ms, int64_t input
 	}
 	return ms;
 }
+
+void
+budget_crowd_init(struct budget_crowd *c, int64_t cost_ns)
+{
+	int i;
+
+	for (i = 0; i < BUDGET_CROWD_SLOTS; i++) {
+		c->ms[i] = -1;
+		c->n[i] = 0;
+	}
+	c->cost_ns = cost_ns;
+}
+
+static int
+crowd_slot(int64_t ms)
+{
+	return (int)(((ms % BUDGET_CROWD_SLOTS) + BUDGET_CROWD_SLOTS) % BUDGET_CROWD_SLOTS);
+}
+
+int
+budget_crowd_extra_ms(const struct budget_crowd *c, int64_t deadline_ms, int max_extra_ms)
+{
+	int64_t ms, ahead = 0, extra;
+
+	for (ms = deadline_ms - BUDGET_CROWD_WINDOW_MS; ms <= deadline_ms; ms++) {
+		int i = crowd_slot(ms);
+
+		if (c->ms[i] == ms)
+			ahead += c->n[i];
+	}
+	extra = (ahead * c->cost_ns + 999999) / 1000000;
+	return (int)(extra < max_extra_ms ? extra : max_extra_ms);
+}
+
+void
+budget_crowd_add(struct budget_crowd *c, int64_t deadline_ms)
+{
+	int i = crowd_slot(deadline_ms);
+
+	if (c->ms[i] != deadline_ms) {
+		c->ms[i] = deadline_ms;
+		c->n[i] = 0;
+	}
+	c->n[i]++;
+}
+
+void
+budget_crowd_remove(struct budget_crowd *c, int64_t deadline_ms)
+{
+	int i = crowd_slot(deadline_ms);
+
+	if (c->ms[i] == deadline_ms && c->n[i] > 0)
+		c->n[i]--;
+}
+
+void
+budget_crowd_cost(struct budget_crowd *c, int64_t ns)
+{
+	if (ns < 0)
+		return;
+	c->cost_ns += (ns - c->cost_ns) / 8;
+}

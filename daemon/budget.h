@@ -52,3 +52,32 @@ int64_t budget_estimate_tokens(const char *s, size_t len);
  * per_100_tokens x input_tokens / 100) + margin_ms, min_ms, max_ms).
  */
 int64_t budget_dynamic_timeout(const struct timeout_cfg *tc, int64_t p_ms, int64_t input_tokens);
+
+/*
+ * Crowded deadlines. When many calls reach their deadline together (a
+ * burst that arrived at once against a hanging upstream), their attempts
+ * are cut together and the engine answers them one after another: the
+ * last would answer late. A crowd counts the calls whose attempt runs to
+ * the cut, per deadline millisecond; a new call's answer reserve grows by
+ * (calls already due within BUDGET_CROWD_WINDOW_MS before its deadline) x
+ * (measured cost of one cut-and-answer), so the cuts of a crowd spread
+ * out ahead of the deadline instead of piling up on it. Counts older than
+ * BUDGET_CROWD_SLOTS ms are forgotten (a slot holds its deadline).
+ */
+#define BUDGET_CROWD_SLOTS 8192
+#define BUDGET_CROWD_WINDOW_MS 10
+
+struct budget_crowd {
+	int64_t ms[BUDGET_CROWD_SLOTS]; /* the deadline millisecond a slot counts */
+	uint32_t n[BUDGET_CROWD_SLOTS];
+	int64_t cost_ns; /* moving average of one cut-and-answer */
+};
+
+void budget_crowd_init(struct budget_crowd *c, int64_t cost_ns);
+/* Extra reserve in ms (0..max_extra_ms) for a call with this deadline. */
+int budget_crowd_extra_ms(const struct budget_crowd *c, int64_t deadline_ms, int max_extra_ms);
+void budget_crowd_add(struct budget_crowd *c, int64_t deadline_ms);
+/* Undo one budget_crowd_add() (the attempt ended before its cut). */
+void budget_crowd_remove(struct budget_crowd *c, int64_t deadline_ms);
+/* Fold one measured cut-and-answer (ns) into the average (1/8 weight). */
+void budget_crowd_cost(struct budget_crowd *c, int64_t ns);

@@ -234,6 +234,73 @@ START_TEST(test_dynamic_tokens)
 }
 END_TEST
 
+START_TEST(test_crowd_grows_with_calls_ahead)
+{
+	static struct budget_crowd c;
+	int i;
+
+	budget_crowd_init(&c, 25000); /* 25 us per answer */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10500, 40), 0);
+	for (i = 0; i < 40; i++)
+		budget_crowd_add(&c, 10500);
+	/* 40 ahead x 25 us = 1 ms */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10500, 40), 1);
+	for (i = 0; i < 960; i++)
+		budget_crowd_add(&c, 10500);
+	/* 1000 ahead x 25 us = 25 ms */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10500, 40), 25);
+	/* capped */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10500, 20), 20);
+	/* a deadline 10 ms later still sees them (the window), 11 ms later not */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10510, 40), 25);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10511, 40), 0);
+	/* an earlier deadline does not wait for later ones */
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 10499, 40), 0);
+}
+END_TEST
+
+START_TEST(test_crowd_remove_and_stale_slots)
+{
+	static struct budget_crowd c;
+	int i;
+
+	budget_crowd_init(&c, 1000000); /* 1 ms per answer */
+	for (i = 0; i < 3; i++)
+		budget_crowd_add(&c, 7000);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000, 40), 3);
+	budget_crowd_remove(&c, 7000);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000, 40), 2);
+	/* removing from a slot that counts another ms changes nothing */
+	budget_crowd_remove(&c, 7000 + BUDGET_CROWD_SLOTS);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000, 40), 2);
+	/* the same slot, BUDGET_CROWD_SLOTS ms later: the old count is stale */
+	budget_crowd_add(&c, 7000 + BUDGET_CROWD_SLOTS);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000 + BUDGET_CROWD_SLOTS, 40), 1);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000, 40), 0);
+	/* never below zero */
+	for (i = 0; i < 5; i++)
+		budget_crowd_remove(&c, 7000 + BUDGET_CROWD_SLOTS);
+	ck_assert_int_eq(budget_crowd_extra_ms(&c, 7000 + BUDGET_CROWD_SLOTS, 40), 0);
+}
+END_TEST
+
+START_TEST(test_crowd_cost_average)
+{
+	static struct budget_crowd c;
+	int i;
+
+	budget_crowd_init(&c, 20000);
+	budget_crowd_cost(&c, 100000);
+	ck_assert_int_eq(c.cost_ns, 30000); /* 20000 + (100000 - 20000) / 8 */
+	budget_crowd_cost(&c, -5);
+	ck_assert_int_eq(c.cost_ns, 30000);
+	for (i = 0; i < 200; i++)
+		budget_crowd_cost(&c, 8000);
+	ck_assert_int_le(c.cost_ns, 8100);
+	ck_assert_int_ge(c.cost_ns, 8000);
+}
+END_TEST
+
 static Suite *
 budget_suite(void)
 {
@@ -252,6 +319,9 @@ budget_suite(void)
 		{ "dynamic_default", test_dynamic_default },
 		{ "dynamic_clamp", test_dynamic_clamp },
 		{ "dynamic_tokens", test_dynamic_tokens },
+		{ "crowd_grows_with_calls_ahead", test_crowd_grows_with_calls_ahead },
+		{ "crowd_remove_and_stale_slots", test_crowd_remove_and_stale_slots },
+		{ "crowd_cost_average", test_crowd_cost_average },
 	};
 	Suite *s = suite_create("budget");
 	TCase *tc;
