@@ -470,8 +470,8 @@ handle_healthz(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_call_endpoints[] = {
-	{ HTTP_POST, "/v1/routes/{}/call", ACCESS_DATA, handle_call, 0 },
-	{ HTTP_GET, "/v1/requests/{}", ACCESS_DATA, handle_request_get, 0 },
-	{ HTTP_GET, "/healthz", ACCESS_OPEN, handle_healthz, 1 },
-	{ 0, NULL, 0, NULL, 0 },
+	{ HTTP_POST, "/v1/routes/{}/call", ACCESS_DATA, handle_call },
+	{ HTTP_GET, "/v1/requests/{}", ACCESS_DATA, handle_request_get },
+	{ HTTP_GET, "/healthz", ACCESS_OPEN, handle_healthz },
+	{ 0, NULL, 0, NULL },
 };

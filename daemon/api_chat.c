@@ -406,6 +406,6 @@ handle_chat(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_chat_endpoints[] = {
-	{ HTTP_POST, "/v1/chat/completions", ACCESS_DATA, handle_chat, 0 },
-	{ 0, NULL, 0, NULL, 0 },
+	{ HTTP_POST, "/v1/chat/completions", ACCESS_DATA, handle_chat },
+	{ 0, NULL, 0, NULL },
 };

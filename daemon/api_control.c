@@ -524,11 +524,11 @@ out:
 }
 
 const struct endpoint api_control_endpoints[] = {
-	{ HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload, 0 },
-	{ HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state, 0 },
-	{ HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put, 0 },
-	{ HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete, 0 },
-	{ HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put, 0 },
-	{ HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put, 0 },
-	{ 0, NULL, 0, NULL, 0 },
+	{ HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload },
+	{ HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state },
+	{ HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put },
+	{ HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete },
+	{ HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put },
+	{ HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put },
+	{ 0, NULL, 0, NULL },
 };

@@ -591,10 +591,10 @@ out:
 
 /* Export comes before {} so that "/v1/reviews/export" is not taken for an id. */
 const struct endpoint api_review_endpoints[] = {
-	{ HTTP_GET, "/v1/reviews", ACCESS_VIEWER, handle_list, 0 },
-	{ HTTP_GET, "/v1/reviews/export", ACCESS_VIEWER, handle_export, 0 },
-	{ HTTP_GET, "/v1/reviews/{}", ACCESS_VIEWER, handle_get, 0 },
-	{ HTTP_POST, "/v1/reviews/{}/claim", ACCESS_OPERATOR, handle_claim, 0 },
-	{ HTTP_POST, "/v1/reviews/{}/decision", ACCESS_OPERATOR, handle_decision, 0 },
-	{ 0, NULL, 0, NULL, 0 },
+	{ HTTP_GET, "/v1/reviews", ACCESS_VIEWER, handle_list },
+	{ HTTP_GET, "/v1/reviews/export", ACCESS_VIEWER, handle_export },
+	{ HTTP_GET, "/v1/reviews/{}", ACCESS_VIEWER, handle_get },
+	{ HTTP_POST, "/v1/reviews/{}/claim", ACCESS_OPERATOR, handle_claim },
+	{ HTTP_POST, "/v1/reviews/{}/decision", ACCESS_OPERATOR, handle_decision },
+	{ 0, NULL, 0, NULL },
 };

@@ -409,9 +409,9 @@ handle_metrics(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_slo_endpoints[] = {
-	{HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo, 0},
-	{HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts, 0},
-	{HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events, 0},
-	{HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics, 0},
-	{0, NULL, 0, NULL, 0},
+	{ HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo },
+	{ HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts },
+	{ HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events },
+	{ HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics },
+	{ 0, NULL, 0, NULL },
 };

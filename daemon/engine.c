@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "cache.h"
 #include "canary.h"
 #include "call.h"
@@ -35,6 +36,8 @@
 #include "util.h"
 
 #define CRON_MS 1000
+/* After the last call of a drain, answers still being written get this long. */
+#define DRAIN_WRITE_MS 5000
 #define RETENTION_EVERY_S 3600 /* and once a minute after start */
 
 int64_t
@@ -198,6 +201,22 @@ curl_timer_fire(struct timer *t, void *arg)
 	check_multi_info(e);
 }
 
+/* The longest cache TTL of the routes (0 when no route caches: all go). */
+static int64_t
+engine_cache_ttl_max_ms(const struct engine *e)
+{
+	int64_t ttl = 0;
+	int i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		const struct route_cfg *rc = e->routes[i].cfg;
+
+		if (rc->cache.enabled && (int64_t)rc->cache.ttl_s * 1000 > ttl)
+			ttl = (int64_t)rc->cache.ttl_s * 1000;
+	}
+	return ttl;
+}
+
 static void
 cron_fire(struct timer *t, void *arg)
 {
@@ -217,6 +236,7 @@ cron_fire(struct timer *t, void *arg)
 		engine_route_level(e, i);
 	}
 	idem_expire(e->idem, clock_wall_ms());
+	cache_expire(e->cache, clock_wall_ms() - engine_cache_ttl_max_ms(e));
 	obs_tick(e->obs, clock_wall_ms());
 	review_q_tick(e, clock_wall_ms());
 	canary_tick(e, now);
@@ -282,12 +302,64 @@ run_tasks(struct engine *e)
 	}
 }
 
+/*
+ * Every RUN_TASKS_BATCH new requests read by MHD in one http_run(), the
+ * due timers run too (a burst of arrivals must not delay deadlines).
+ */
+void
+engine_http_request(struct engine *e)
+{
+	if (++e->http_batch % RUN_TASKS_BATCH == 0)
+		timerheap_run(&e->timers, clock_mono_us());
+}
+
+/*
+ * Should the loop run MHD now: its descriptor was readable, answers were
+ * resumed, we drain, or the time MHD asked for (MHD_get_timeout: 0 when
+ * it has work left from its last pass, such as finishing a request whose
+ * answer it wrote; else its connection timeouts) has come.
+ */
+static int
+engine_http_due(struct engine *e, int ready, int64_t now_us)
+{
+	if (!ready && !e->stopping && !http_pending(e->srv) && now_us < e->http_due_us)
+		return 0;
+	e->http_batch = 0;
+	return 1;
+}
+
+/* After http_run(): when MHD wants to run again without I/O. */
+static void
+engine_http_ran(struct engine *e)
+{
+	int64_t to = http_timeout_ms(e->srv);
+
+	e->http_due_us = to < 0 ? INT64_MAX : clock_mono_us() + MIN(to, 3600 * 1000) * 1000;
+}
+
+/* Has the drain finished: no call, no task, every answer written (or 5 s passed)? */
+static int
+engine_drained(struct engine *e, int64_t now_us)
+{
+	if (!e->stopping || e->calls != NULL || e->qhead != NULL)
+		return 0;
+	if (e->srv == NULL || http_active(e->srv) == 0)
+		return 1;
+	if (e->drain_until_us == 0)
+		e->drain_until_us = now_us + DRAIN_WRITE_MS * 1000;
+	if (now_us < e->drain_until_us)
+		return 0;
+	log_warn("engine", "stopping with %d requests still unanswered after %d ms",
+		 http_active(e->srv), DRAIN_WRITE_MS);
+	return 1;
+}
+
 static void *
 engine_main(void *arg)
 {
 	struct engine *e = arg;
 	struct epoll_event evs[256];
-	int running, i, n;
+	int running, i, n, http_ready = 1;
 
 	while (!e->stop_now) {
 		int64_t now = clock_mono_us(), next;
@@ -296,8 +368,13 @@ engine_main(void *arg)
 		timerheap_run(&e->timers, now);
 		run_tasks(e);
 		check_multi_info(e);
+		if (e->srv && engine_http_due(e, http_ready, now)) {
+			http_ready = 0;
+			http_run(e->srv);
+			engine_http_ran(e);
+		}
 		call_reap(e);
-		if (e->stopping && e->calls == NULL && e->qhead == NULL) {
+		if (engine_drained(e, now)) {
 			e->stop_now = 1;
 			break;
 		}
@@ -309,6 +386,14 @@ engine_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)MIN((next - now + 999) / 1000, 1000);
+		if (e->srv) {
+			if (http_pending(e->srv) || e->http_due_us <= now)
+				timeout = 0;
+			else if (e->http_due_us - now < (int64_t)timeout * 1000)
+				timeout = (int)((e->http_due_us - now + 999) / 1000);
+		}
+		if (e->stopping && timeout > 50)
+			timeout = 50; /* the drain polls http_active() */
 		n = epoll_wait(e->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
 		for (i = 0; i < n; i++) {
 			int fd = evs[i].data.fd, flags = 0;
@@ -320,6 +405,10 @@ engine_main(void *arg)
 				(void)rd;
 				continue;
 			}
+			if (e->srv && fd == e->http_fd) {
+				http_ready = 1;
+				continue;
+			}
 			if (evs[i].events & EPOLLIN)
 				flags |= CURL_CSELECT_IN;
 			if (evs[i].events & EPOLLOUT)
@@ -329,8 +418,29 @@ engine_main(void *arg)
 			curl_multi_socket_action(e->multi, fd, flags, &running);
 		}
 		check_multi_info(e);
+		/* Answers made by this turn's transfers and timers leave now. */
+		if (e->srv && engine_http_due(e, http_ready, clock_mono_us())) {
+			http_ready = 0;
+			http_run(e->srv);
+			engine_http_ran(e);
+		}
 	}
 	return NULL;
+}
+
+int
+engine_attach_http(struct engine *e, struct http_server *srv)
+{
+	struct epoll_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.fd = http_epoll_fd(srv);
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
+		return -errno;
+	e->http_fd = ev.data.fd;
+	e->srv = srv;
+	return 0;
 }
 
 static void
@@ -408,6 +518,7 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	e->hold = xcalloc(1, sizeof *e->hold);
 	e->hold->cfg = cfg;
 	e->store = st;
+	e->http_fd = -1;
 	e->epfd = -1;
 	e->evfd = -1;
 	pthread_mutex_init(&e->qlock, NULL);
@@ -417,6 +528,9 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	rng_seed_entropy(&e->rng);
 	e->started_wall_ms = clock_wall_ms();
 	e->idem = idem_new(200000);
+	e->crowd = xmalloc(sizeof *e->crowd);
+	/* 50 us per cut-and-answer until measured (the bench machine: 15-30) */
+	budget_crowd_init(e->crowd, 50000);
 
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	e->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -511,6 +625,9 @@ static void
 engine_begin_stop(struct engine *e, void *arg)
 {
 	e->stopping = 1;
+	/* Stop accepting; requests on open connections are refused. */
+	if (e->srv)
+		http_quiesce(e->srv);
 	log_info("engine", "draining %d in-flight calls", e->inflight);
 }
 
@@ -550,6 +667,7 @@ engine_free(struct engine *e)
 		route_rt_free(&e->routes[i]);
 	free(e->routes);
 	idem_free(e->idem);
+	free(e->crowd);
 	cache_free(e->cache);
 	obs_free(e->obs);
 	notify_free(e->notify, 1000);

@@ -111,6 +111,7 @@ struct engine {
 	int64_t next_vfail_id;
 	int64_t next_degradation_id;
 	struct idem *idem;
+	struct budget_crowd *crowd; /* deadlines due together (budget.h) */
 	struct cache *cache;
 	struct store_reader *reader; /* engine thread's read connection */
 	struct obs *obs;	     /* SLO counters, metrics, alerts */
@@ -121,6 +122,10 @@ struct engine {
 	int inflight;	      /* calls admitted and not answered */
 	struct call *calls;   /* live calls (doubly linked) */
 	struct call *closing; /* finished calls, reaped before sleep */
+	int http_fd;	      /* MHD's epoll descriptor in epfd, -1 without HTTP */
+	unsigned http_batch;  /* requests read in this http_run() */
+	int64_t http_due_us;  /* MHD wants a pass by then (MHD_get_timeout) */
+	int64_t drain_until_us; /* drain: give up writing answers after this */
 	int stopping;	      /* SIGTERM: no new calls, drain */
 	int stop_now;
 	int exited;	      /* the loop thread is gone: posted tasks run inline (under qlock) */
@@ -146,6 +151,10 @@ struct cfg_hold *engine_hold_get(struct engine *e);
 void engine_hold_put(struct engine *e, struct cfg_hold *h);
 /* Index of a backend / route by name in the current configuration, -1 when absent. */
 int engine_backend_index(const struct engine *e, const char *name);
+/* Put the HTTP server in the loop (before engine_start): the engine runs MHD. 0 or -errno. */
+int engine_attach_http(struct engine *e, struct http_server *srv);
+/* http.c, for each request it hands to a handler (runs due timers every few). */
+void engine_http_request(struct engine *e);
 /* Start the loop thread. */
 int engine_start(struct engine *e);
 /* Run fn(e, arg) on the engine thread, soon. Thread-safe. */

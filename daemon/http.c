@@ -1,13 +1,22 @@
 /*
- * http: libmicrohttpd front end.
+ * http: libmicrohttpd front end, run by the engine thread.
  *
- * Threads: the MHD internal polling thread runs http_access() and
- * req_completed(); http_respond() may run on any thread (normally the
- * engine's). A request moves READING → DISPATCHED (suspended, owned by a
- * handler) → DONE (response fields set, connection resumed) → freed by
- * req_completed(). srv->lock guards the DISPATCHED → DONE hand-over and the
- * ORPHANED case (MHD dropped the connection while a handler still holds the
- * request: the handler's later http_respond() frees it instead).
+ * MHD has no thread of its own: its epoll descriptor sits in the engine's
+ * epoll set and the engine calls http_run() when it is readable (or MHD
+ * has work pending). So a request is read, routed, handled and — when the
+ * answer is known at once — written in one turn of one thread, with no
+ * hand-over between threads (each hand-over cost two wake-ups on the
+ * bench machine, and a scheduler slice when the other core was busy).
+ *
+ * A request moves READING → DISPATCHED (handler running, or suspended
+ * while the call waits) → DONE (response set) → freed by req_completed().
+ * A handler that answers inside http_access() (r->inline_call) is queued
+ * at once; a later answer resumes the suspended connection and the
+ * engine's next http_run() writes it. srv->lock guards the hand-over
+ * fields (kept although everything runs on the engine thread today: the
+ * stream reader and reload may touch them from MHD's callbacks) and the
+ * ORPHANED case (MHD dropped the connection while a handler still holds
+ * the request: the handler's later http_respond() frees it instead).
  */
 #include "http.h"
 
@@ -45,6 +54,8 @@ struct http_server {
 	int metrics_public;
 	struct tokens *tokens; /* owned; swapped under lock by http_set_auth() */
 	int active;	       /* requests between arrival and MHD's completion */
+	int resumed;	       /* connections resumed since the last http_run() */
+	int epfd;	       /* MHD's epoll descriptor (in the engine's set) */
 };
 
 struct http_stream {
@@ -401,14 +412,6 @@ auth_check(struct http_server *s, struct http_req *r)
 	return 0;
 }
 
-static void
-engine_dispatch(struct engine *e, void *arg)
-{
-	struct http_req *r = arg;
-
-	r->ep->handler(r, e);
-}
-
 /* Adds the length of one query argument ("&k=v") to *cls. */
 static enum MHD_Result
 arg_len(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
@@ -497,16 +500,16 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		}
 		if (auth_check(s, r) != 0)
 			return queue_response(r);
-		if (r->ep->on_mhd_thread) {
-			r->state = REQ_DISPATCHED;
-			r->ep->handler(r, s->engine);
-			if (r->state == REQ_DONE)
-				return queue_response(r);
-			return MHD_YES;
-		}
+		/* The handler runs here, on the engine thread: an answer known
+		 * at once (rules, cache, an error) is written in this turn. */
 		r->state = REQ_DISPATCHED;
+		r->inline_call = 1;
+		engine_http_request(s->engine);
+		r->ep->handler(r, s->engine);
+		r->inline_call = 0;
+		if (r->state == REQ_DONE)
+			return queue_response(r);
 		MHD_suspend_connection(conn);
-		engine_post(s->engine, engine_dispatch, r);
 		return MHD_YES;
 	}
 	if (r->state == REQ_DONE)
@@ -526,8 +529,10 @@ http_respond(struct http_req *r, unsigned status, char *body, size_t len)
 	r->resp_len = body ? len : 0;
 	r->status = status;
 	orphaned = r->state == REQ_ORPHANED;
-	inline_answer = r->ep && r->ep->on_mhd_thread;
+	inline_answer = r->inline_call;
 	r->state = REQ_DONE;
+	if (!orphaned && !inline_answer)
+		s->resumed++;
 	pthread_mutex_unlock(&s->lock);
 	if (orphaned)
 		req_free(r);
@@ -552,7 +557,9 @@ http_stream_begin(struct http_req *r, unsigned status, const char *content_type)
 		resume = 0;
 	} else {
 		r->state = REQ_DONE;
-		resume = !(r->ep && r->ep->on_mhd_thread);
+		resume = !r->inline_call;
+		if (resume)
+			r->srv->resumed++;
 	}
 	pthread_mutex_unlock(&r->srv->lock);
 	if (resume)
@@ -572,6 +579,7 @@ http_stream_write(struct http_req *r, const char *data, size_t len)
 		rc = buf_append(&st->pending, data, len);
 		if (rc == 0 && st->suspended) {
 			st->suspended = 0;
+			r->srv->resumed++;
 			MHD_resume_connection(r->conn);
 		}
 	}
@@ -590,6 +598,7 @@ http_stream_end(struct http_req *r)
 	free_now = st->gone;
 	if (st->suspended && !st->gone) {
 		st->suspended = 0;
+		r->srv->resumed++;
 		MHD_resume_connection(r->conn);
 	}
 	pthread_mutex_unlock(&r->srv->lock);
@@ -661,8 +670,8 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	const union MHD_DaemonInfo *di;
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+	/* No MHD thread: the engine runs MHD (see the top of this file). */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
 	int r = 0;
 
 	memset(&ss, 0, sizeof ss);
@@ -712,6 +721,14 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	}
 	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
 	s->port = di ? di->port : o->port;
+	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	s->epfd = di ? di->epoll_fd : -1;
+	if (s->epfd < 0) {
+		*cause = xasprintf("listen: libmicrohttpd has no epoll descriptor");
+		MHD_stop_daemon(s->mhd);
+		r = -ENOSYS;
+		goto out;
+	}
 	*out = s;
 	s = NULL;
 out:
@@ -741,19 +758,50 @@ http_quiesce(struct http_server *s)
 }
 
 int
-http_drain(struct http_server *s, int timeout_ms)
+http_active(struct http_server *s)
 {
-	int64_t end = clock_mono_ms() + timeout_ms;
 	int active;
 
-	for (;;) {
-		pthread_mutex_lock(&s->lock);
-		active = s->active;
-		pthread_mutex_unlock(&s->lock);
-		if (active == 0 || clock_mono_ms() >= end)
-			return active;
-		usleep(5 * 1000);
-	}
+	pthread_mutex_lock(&s->lock);
+	active = s->active;
+	pthread_mutex_unlock(&s->lock);
+	return active;
+}
+
+int
+http_epoll_fd(const struct http_server *s)
+{
+	return s->epfd;
+}
+
+int
+http_pending(struct http_server *s)
+{
+	int n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->resumed;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void
+http_run(struct http_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->resumed = 0;
+	pthread_mutex_unlock(&s->lock);
+	MHD_run(s->mhd);
+}
+
+int64_t
+http_timeout_ms(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG to;
+
+	if (MHD_get_timeout(s->mhd, &to) != MHD_YES)
+		return -1;
+	return to > INT64_MAX ? INT64_MAX : (int64_t)to;
 }
 
 void

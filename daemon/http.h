@@ -1,11 +1,13 @@
 #pragma once
 /*
- * http: the HTTP front (libmicrohttpd, one internal epoll polling thread,
- * suspend/resume). It reads and bounds requests, checks auth, finds the
- * endpoint in the api_*.c tables, and either answers at once (MHD thread)
- * or suspends the connection and posts the request to the engine thread,
- * which answers later with http_respond() from any thread. A waiting call
- * costs a suspended connection, never a thread.
+ * http: the HTTP front (libmicrohttpd in external epoll mode, run by the
+ * engine thread: http_epoll_fd() joins the engine's epoll set and the
+ * engine calls http_run()). It reads and bounds requests, checks auth,
+ * finds the endpoint in the api_*.c tables and calls its handler at once
+ * on the engine thread. A handler answers with http_respond() — inside
+ * the handler (written in the same turn) or later, when the call ends
+ * (the connection waits suspended). A waiting call costs a suspended
+ * connection, never a thread.
  *
  * Ownership: struct http_req belongs to http.c; it is freed when MHD
  * reports the request completed. After http_respond() the caller must not
@@ -41,8 +43,7 @@ struct http_kv {
 
 struct http_req;
 
-/* Handlers run on the engine thread (they own engine state) unless
- * the endpoint says on_mhd_thread. */
+/* Handlers run on the engine thread (they own engine state). */
 typedef void (*http_handler)(struct http_req *r, struct engine *e);
 
 struct endpoint {
@@ -50,7 +51,6 @@ struct endpoint {
 	const char *pattern; /* "/v1/routes/{}/call": {} captures one segment */
 	enum http_access access;
 	http_handler handler;
-	int on_mhd_thread; /* answer inline (no engine state touched) */
 };
 
 /* The endpoint tables exported by the api_*.c files. */
@@ -76,6 +76,7 @@ struct http_req {
 	int64_t recv_us;  /* monotonic µs when the request was complete */
 	const struct endpoint *ep;
 	int state;	  /* private to http.c */
+	int inline_call;  /* private to http.c: the handler is running inside http_access() */
 	struct http_stream *stream; /* private to http.c; non-NULL for a streaming answer */
 	/* response, set by http_respond() */
 	unsigned status;
@@ -104,9 +105,16 @@ int http_start(const struct http_opts *o, struct engine *e, struct http_server *
 int http_port(const struct http_server *s);
 /* Stop accepting new connections (drain). */
 void http_quiesce(struct http_server *s);
-/* Wait until every request received has been answered and sent (or
- * timeout_ms passed); returns how many are still open. */
-int http_drain(struct http_server *s, int timeout_ms);
+/* Requests received and not yet answered and sent. */
+int http_active(struct http_server *s);
+/* MHD's epoll descriptor: readable when http_run() has work. */
+int http_epoll_fd(const struct http_server *s);
+/* Connections resumed since the last http_run() (answers waiting to be written). */
+int http_pending(struct http_server *s);
+/* Let MHD accept, read, call handlers and write (engine thread). */
+void http_run(struct http_server *s);
+/* ms until MHD needs http_run() again even without I/O (0: now; -1: no need). */
+int64_t http_timeout_ms(struct http_server *s);
 void http_stop(struct http_server *s);
 /* Replace the tokens (consumed; the old ones are freed) and auth flags after a reload. Thread-safe. */
 void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
@@ -115,7 +123,7 @@ void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_
 /* Add a response header (copied). At most HTTP_MAX_RESP_HEADERS. */
 void http_req_add_header(struct http_req *r, const char *name, const char *value);
 /* Answer r with status and body (consumed; NULL for none); thread-safe;
- * resumes the suspended connection. Exactly once per request. */
+ * resumes the suspended connection. Exactly once per request, on the engine thread. */
 void http_respond(struct http_req *r, unsigned status, char *body, size_t len);
 /* Answer {"error":{"code","message"}} with status. */
 void http_respond_error(struct http_req *r, unsigned status, const char *code, const char *fmt, ...)
@@ -123,10 +131,10 @@ void http_respond_error(struct http_req *r, unsigned status, const char *code, c
 /*
  * Streaming answers (Server-Sent Events). http_stream_begin() answers r
  * with status and a body of unknown length (chunked) that the handler
- * feeds with http_stream_write() as data arrives, from any thread, and
+ * feeds with http_stream_write() as data arrives (engine thread), and
  * closes with http_stream_end(); after that the handler must not touch r.
  * Writes are buffered up to HTTP_STREAM_MAX bytes (-E2BIG beyond);
- * -EPIPE once the client is gone. The MHD thread sleeps (suspended) while
+ * -EPIPE once the client is gone. The connection sleeps (suspended) while
  * the buffer is empty: no busy loop, no thread per stream.
  */
 #define HTTP_STREAM_MAX (4 * 1024 * 1024)

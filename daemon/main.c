@@ -213,16 +213,21 @@ main(int argc, char **argv)
 	ho.metrics_public = live->metrics_public;
 	ho.tokens = tokens;
 	tokens = NULL; /* the HTTP server owns them */
-	if (engine_start(eng) != 0) {
-		log_error("main", "cannot start the engine thread");
-		goto out;
-	}
 	r = http_start(&ho, eng, &srv, &cause);
 	if (r != 0) {
 		log_error("main", "%s", cause);
 		goto out;
 	}
-	eng->srv = srv;
+	/* The engine thread runs the HTTP server too (one loop, no hand-over). */
+	r = engine_attach_http(eng, srv);
+	if (r != 0) {
+		log_error("main", "cannot watch the HTTP server: %s", strerror(-r));
+		goto out;
+	}
+	if (engine_start(eng) != 0) {
+		log_error("main", "cannot start the engine thread");
+		goto out;
+	}
 	printf("listening on %s:%d\n", live->listen_host, http_port(srv));
 	fflush(stdout);
 	log_info("main", "fuseboxd %s up: %d backends, %d routes, database %s", FB_VERSION,
@@ -238,11 +243,9 @@ main(int argc, char **argv)
 		log_info("main", "signal %d: draining", sig);
 		break;
 	}
-	http_quiesce(srv);
+	/* Stops accepting, drains the calls and writes their answers (the
+	 * engine runs the HTTP server), then joins the engine thread. */
 	engine_stop(eng);
-	/* The drained calls' answers are on their way out: let them leave. */
-	if (http_drain(srv, 5000) > 0)
-		log_warn("main", "exiting with requests still unanswered after 5 s");
 	rc = 0;
 out:
 	http_stop(srv);
