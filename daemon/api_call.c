@@ -3,7 +3,7 @@
  * GET /v1/requests/{id} — and /healthz. Handlers parse and bound the
  * request, apply admission (draining, max_inflight, idempotency: replay or
  * single flight) and start a guarded call; the answer is rendered when the
- * call's done callback runs. Engine thread, except /healthz (MHD thread).
+ * call's done callback runs. Engine thread (which also runs the HTTP server).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,10 @@
 #pragma once
 /*
- * engine: the event loop thread. One epoll set drives libcurl's multi
- * handle (curl_multi_socket_action), a timer heap (deadlines, backoff,
- * first-byte timers, breaker and cron ticks) and a task queue fed by the
- * HTTP thread (engine_post, woken through an eventfd). All runtime state —
+ * engine: the event loop thread. One epoll set drives the HTTP server
+ * (libmicrohttpd's epoll descriptor: http_run()), libcurl's multi handle
+ * (curl_multi_socket_action), a timer heap (deadlines, backoff, first-byte
+ * timers, breaker and cron ticks) and a task queue fed by other threads
+ * (signals, notify; engine_post, woken through an eventfd). All runtime state —
  * breakers, bulkheads, health, route levels, calls, the idempotency table —
  * lives here and is touched only on this thread, so none of it is locked.
  * No thread ever waits on an LLM: a call in flight is a curl easy handle

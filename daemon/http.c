@@ -255,7 +255,7 @@ http_req_add_header(struct http_req *r, const char *name, const char *value)
 	r->nresp_hdrs++;
 }
 
-/* MHD asks for more of a streaming body (MHD thread). */
+/* MHD asks for more of a streaming body (inside http_run()). */
 static ssize_t
 stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 {
