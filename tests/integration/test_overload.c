@@ -223,7 +223,7 @@ shed_round(struct round_stats *rs, int warm)
 	}
 	ck_assert_msg(rs->admitted_worst <= BUDGET + 10 + (sanitized() ? 15 : 0) + (warm ? 0 : 100),
 		      "an admitted call answered after %.0f ms", rs->admitted_worst);
-	/* The caller's clock also holds connecting 200 sockets through one
+	/* The caller's clock also holds connecting 200 sockets through
 	 * the engine thread and this (deprioritised) thread's own scheduling. */
 	ck_assert_msg(rs->client_worst <= BUDGET + 150 + (sanitized() ? 150 : 0),
 		      "a caller waited %.1f ms", rs->client_worst);
