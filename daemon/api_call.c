@@ -12,6 +12,7 @@
 #include "api_call.h"
 #include "call.h"
 #include "clock.h"
+#include "jsonutil.h"
 #include "engine.h"
 #include "http.h"
 #include "idem.h"
@@ -79,7 +80,7 @@ respond_replay(struct http_req *r, unsigned status, const char *stored)
 			   cJSON_IsString(rid) ? rid->valuestring : NULL);
 	if (cJSON_GetObjectItemCaseSensitive(o, "replayed"))
 		cJSON_ReplaceItemInObjectCaseSensitive(o, "replayed", cJSON_CreateTrue());
-	body = cJSON_PrintUnformatted(o);
+	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, status, body, strlen(body));
 }
@@ -293,7 +294,7 @@ respond_job(struct http_req *r, struct engine *e, int route, struct call_req *cr
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "request_id", cr->request_id);
 	cJSON_AddStringToObject(o, "status", state ? state : "queued");
-	text = cJSON_PrintUnformatted(o);
+	text = json_print(o);
 	cJSON_Delete(o);
 	http_req_add_header(r, "X-Request-ID", cr->request_id);
 	http_respond(r, 202, text, strlen(text));
@@ -456,7 +457,7 @@ handle_request_get(struct http_req *r, struct engine *e)
 	free(route);
 	free(stored);
 send:
-	body = cJSON_PrintUnformatted(o);
+	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, 200, body, strlen(body));
 }

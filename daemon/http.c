@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "api_slo.h"
 #include "engine.h"
+#include "jsonutil.h"
 #include "log.h"
 #include "review_q.h"
 
@@ -342,7 +343,7 @@ set_error(struct http_req *r, unsigned status, const char *code, const char *mes
 	cJSON_AddStringToObject(e, "message", message);
 	cJSON_AddStringToObject(e, "type", error_type(status));
 	free(r->resp_body);
-	r->resp_body = cJSON_PrintUnformatted(o);
+	r->resp_body = json_print(o);
 	r->resp_len = strlen(r->resp_body);
 	r->status = status;
 	cJSON_Delete(o);
@@ -622,7 +623,7 @@ http_respond_error(struct http_req *r, unsigned status, const char *code, const 
 	cJSON_AddStringToObject(e, "code", code);
 	cJSON_AddStringToObject(e, "message", msg);
 	cJSON_AddStringToObject(e, "type", error_type(status));
-	body = cJSON_PrintUnformatted(o);
+	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, status, body, strlen(body));
 }

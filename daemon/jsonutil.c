@@ -3,6 +3,11 @@
  */
 #include "jsonutil.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "util.h"
 
 cJSON *
@@ -29,4 +34,149 @@ json_add_string(cJSON *o, const char *name, const char *s)
 		cJSON_AddStringToObject(o, name, s);
 	else
 		cJSON_AddNullToObject(o, name);
+}
+
+/* Bytes needing an escape in a JSON string: the quote, the backslash, controls. */
+static int
+json_needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == '"' || c == '\\';
+}
+
+static int
+json_put_string(struct buf *b, const char *str)
+{
+	const unsigned char *s = (const unsigned char *)(str ? str : "");
+	const unsigned char *run = s;
+	char esc[8];
+	int rc = buf_append(b, "\"", 1);
+
+	for (; rc == 0 && *s; s++) {
+		if (!json_needs_escape(*s))
+			continue;
+		if (s > run)
+			rc = buf_append(b, run, (size_t)(s - run));
+		switch (*s) {
+		case '"':
+			snprintf(esc, sizeof esc, "\\\"");
+			break;
+		case '\\':
+			snprintf(esc, sizeof esc, "\\\\");
+			break;
+		case '\b':
+			snprintf(esc, sizeof esc, "\\b");
+			break;
+		case '\f':
+			snprintf(esc, sizeof esc, "\\f");
+			break;
+		case '\n':
+			snprintf(esc, sizeof esc, "\\n");
+			break;
+		case '\r':
+			snprintf(esc, sizeof esc, "\\r");
+			break;
+		case '\t':
+			snprintf(esc, sizeof esc, "\\t");
+			break;
+		default:
+			snprintf(esc, sizeof esc, "\\u%04x", *s);
+			break;
+		}
+		if (rc == 0)
+			rc = buf_puts(b, esc);
+		run = s + 1;
+	}
+	if (rc == 0 && s > run)
+		rc = buf_append(b, run, (size_t)(s - run));
+	if (rc == 0)
+		rc = buf_append(b, "\"", 1);
+	return rc;
+}
+
+static int
+json_put_number(struct buf *b, double d)
+{
+	char tmp[32], *p = tmp + sizeof tmp;
+	uint64_t u;
+	int neg;
+
+	if (!isfinite(d))
+		return buf_puts(b, "null");
+	/* Integers below 2^53 are exact: digits, no printf. */
+	if (d == floor(d) && fabs(d) < 9007199254740992.0) {
+		neg = d < 0;
+		u = (uint64_t)(neg ? -d : d);
+		do {
+			*--p = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (neg)
+			*--p = '-';
+		return buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+	}
+	snprintf(tmp, sizeof tmp, "%.15g", d);
+	if (strtod(tmp, NULL) != d)
+		snprintf(tmp, sizeof tmp, "%.17g", d);
+	return buf_puts(b, tmp);
+}
+
+static int
+json_put(struct buf *b, const cJSON *item)
+{
+	const cJSON *c;
+	int rc = 0;
+
+	switch (item->type & 0xff) {
+	case cJSON_False:
+		return buf_puts(b, "false");
+	case cJSON_True:
+		return buf_puts(b, "true");
+	case cJSON_NULL:
+		return buf_puts(b, "null");
+	case cJSON_Number:
+		return json_put_number(b, item->valuedouble);
+	case cJSON_String:
+		return json_put_string(b, item->valuestring);
+	case cJSON_Raw:
+		return buf_puts(b, item->valuestring ? item->valuestring : "");
+	case cJSON_Array:
+		rc = buf_append(b, "[", 1);
+		for (c = item->child; rc == 0 && c; c = c->next) {
+			if (c != item->child)
+				rc = buf_append(b, ",", 1);
+			if (rc == 0)
+				rc = json_put(b, c);
+		}
+		return rc ? rc : buf_append(b, "]", 1);
+	case cJSON_Object:
+		rc = buf_append(b, "{", 1);
+		for (c = item->child; rc == 0 && c; c = c->next) {
+			if (c != item->child)
+				rc = buf_append(b, ",", 1);
+			if (rc == 0)
+				rc = json_put_string(b, c->string);
+			if (rc == 0)
+				rc = buf_append(b, ":", 1);
+			if (rc == 0)
+				rc = json_put(b, c);
+		}
+		return rc ? rc : buf_append(b, "}", 1);
+	default:
+		return -1;
+	}
+}
+
+char *
+json_print(const cJSON *item)
+{
+	struct buf b;
+
+	if (item == NULL)
+		return NULL;
+	buf_init(&b, SIZE_MAX);
+	if (json_put(&b, item) != 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "budget.h"
+#include "jsonutil.h"
 #include "util.h"
 
 char *
@@ -112,7 +113,7 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	}
 	if (p && p->stream)
 		cJSON_AddBoolToObject(o, "stream", 1);
-	out = cJSON_PrintUnformatted(o);
+	out = json_print(o);
 	cJSON_Delete(o);
 	*input_tokens = tokens;
 	return out;

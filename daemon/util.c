@@ -100,7 +100,7 @@ buf_reserve(struct buf *b, size_t extra)
 	ncap = b->cap ? b->cap : 256;
 	while (ncap < need)
 		ncap *= 2;
-	if (ncap > b->max + 1)
+	if (b->max < SIZE_MAX && ncap > b->max + 1) /* max + 1 would wrap for SIZE_MAX */
 		ncap = b->max + 1;
 	b->data = xrealloc(b->data, ncap);
 	b->cap = ncap;

@@ -70,6 +70,13 @@ START_TEST(test_buf_grow)
 	ck_assert_int_eq(memcmp(b.data + 99990, "0123456789", 10), 0);
 	ck_assert_int_eq(buf_append(&b, "x", 1), -E2BIG);
 	buf_free(&b);
+	/* No ceiling: SIZE_MAX (max + 1 must not wrap to a 0-byte buffer). */
+	buf_init(&b, SIZE_MAX);
+	for (i = 0; i < 1000; i++)
+		ck_assert_int_eq(buf_append(&b, "0123456789", 10), 0);
+	ck_assert_uint_eq(strlen(b.data), 10000);
+	ck_assert_uint_ge(b.cap, 10001);
+	buf_free(&b);
 }
 END_TEST
 

@@ -1,0 +1,130 @@
+/*
+ * test_jsonutil: json_print() against cJSON's own printer (the same text
+ * where cJSON is exact), numbers that must round-trip, escapes, and the
+ * times / optional strings of API answers.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "jsonutil.h"
+
+/* json_print(parse(text)) and cJSON_PrintUnformatted() of the same tree. */
+static void
+same_as_cjson(const char *text)
+{
+	cJSON *j = cJSON_Parse(text);
+	char *mine, *theirs;
+
+	ck_assert_msg(j != NULL, "bad test JSON %s", text);
+	mine = json_print(j);
+	theirs = cJSON_PrintUnformatted(j);
+	ck_assert_str_eq(mine, theirs);
+	free(mine);
+	free(theirs);
+	cJSON_Delete(j);
+}
+
+START_TEST(test_print_matches_cjson)
+{
+	same_as_cjson("{}");
+	same_as_cjson("[]");
+	same_as_cjson("{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"e\"}}");
+	same_as_cjson("{\"intent\":\"refund\",\"confidence\":0.92,\"n\":-17,\"z\":0}");
+	same_as_cjson("[0.1,0.2,1.5,-2.25,3.14159,1e-07,123456789]");
+	/* cJSON prints 0.30000000000000004 as 0.3 (it accepts an approximate
+	 * round trip); json_print keeps it exact: see numbers_exact_text. */
+	same_as_cjson("{\"s\":\"quote \\\" back \\\\ nl \\n tab \\t cr \\r bs \\b ff \\f ctl \\u0001\"}");
+	same_as_cjson("{\"u\":\"caf\\u00e9 \\u4f60\\u597d / slash\"}");
+	same_as_cjson("[[[[]]],{\"\":\"\"}]");
+}
+END_TEST
+
+START_TEST(test_numbers_round_trip)
+{
+	const double v[] = { 0.1, 1.0 / 3.0, 2.0 / 3.0, 1e300, -1e-300, 123456.789,
+			     9007199254740991.0, 9007199254740993.0, -0.5, 4.35, 0.6 };
+	size_t i;
+
+	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
+		cJSON *n = cJSON_CreateNumber(v[i]);
+		char *s = json_print(n);
+
+		ck_assert_msg(strtod(s, NULL) == v[i], "%s does not read back as %.17g", s, v[i]);
+		free(s);
+		cJSON_Delete(n);
+	}
+}
+END_TEST
+
+START_TEST(test_numbers_exact_text)
+{
+	struct {
+		double v;
+		const char *text;
+	} cases[] = {
+		{ 0, "0" }, { 42, "42" }, { -7, "-7" }, { 1e15, "1000000000000000" },
+		{ 0.6, "0.6" }, { 0.1 + 0.2, "0.30000000000000004" }, { 2.5e-8, "2.5e-08" },
+		{ NAN, "null" }, { INFINITY, "null" }, { -INFINITY, "null" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cJSON *n = cJSON_CreateNumber(cases[i].v);
+		char *s = json_print(n);
+
+		ck_assert_str_eq(s, cases[i].text);
+		free(s);
+		cJSON_Delete(n);
+	}
+}
+END_TEST
+
+START_TEST(test_raw_and_null)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	cJSON_AddRawToObject(o, "result", "{\"a\":1}");
+	cJSON_AddNullToObject(o, "x");
+	json_add_string(o, "y", NULL);
+	json_add_string(o, "z", "w");
+	json_add_time(o, "t0", 0);
+	json_add_time(o, "t1", 1000);
+	s = json_print(o);
+	ck_assert_str_eq(s, "{\"result\":{\"a\":1},\"x\":null,\"y\":null,\"z\":\"w\",\"t0\":null,"
+			    "\"t1\":\"1970-01-01T00:00:01.000Z\"}");
+	free(s);
+	cJSON_Delete(o);
+	ck_assert_ptr_null(json_print(NULL));
+}
+END_TEST
+
+static Suite *
+jsonutil_suite(void)
+{
+	Suite *s = suite_create("jsonutil");
+	TCase *tc = tcase_create("print");
+
+	tcase_add_test(tc, test_print_matches_cjson);
+	tcase_add_test(tc, test_numbers_round_trip);
+	tcase_add_test(tc, test_numbers_exact_text);
+	tcase_add_test(tc, test_raw_and_null);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int
+main(void)
+{
+	SRunner *sr = srunner_create(jsonutil_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
