@@ -3,6 +3,7 @@
  */
 #include "itd.h"
 
+#include <check.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -188,6 +189,63 @@ itd_call(struct itd *t, const char *route, const char *body, long timeout_ms, st
 
 	snprintf(path, sizeof path, "/v1/routes/%s/call", route);
 	return itd_req(t, "POST", path, body, NULL, timeout_ms, out);
+}
+
+cJSON *
+itd_expect(struct itd *t, const char *method, const char *path, const char *body, const char *token,
+	   long want)
+{
+	struct http_resp r;
+	cJSON *o;
+
+	ck_assert_int_eq(itd_req(t, method, path, body, token, 10000, &r), 0);
+	ck_assert_msg(r.status == want, "%s %s %s: status %ld, want %ld: %s", method, path,
+		      body ? body : "", r.status, want, r.body);
+	o = itd_json(&r);
+	http_resp_free(&r);
+	return o;
+}
+
+void
+itd_expect_error(struct itd *t, const char *method, const char *path, const char *body,
+		 const char *token, long want, const char *code, const char *needle)
+{
+	cJSON *o = itd_expect(t, method, path, body, token, want), *err;
+
+	ck_assert_ptr_nonnull(o);
+	err = cJSON_GetObjectItem(o, "error");
+	ck_assert_msg(strcmp(itd_str(err, "code"), code) == 0, "%s %s %s: code %s, want %s", method,
+		      path, body ? body : "", itd_str(err, "code"), code);
+	ck_assert_msg(strstr(itd_str(err, "message"), needle) != NULL,
+		      "%s %s %s: message \"%s\" lacks \"%s\"", method, path, body ? body : "",
+		      itd_str(err, "message"), needle);
+	cJSON_Delete(o);
+}
+
+static void *
+itd_bg_main(void *arg)
+{
+	struct itd_bg *b = arg;
+
+	b->rc = itd_call(b->t, b->route, b->body, 10000, &b->r);
+	return NULL;
+}
+
+int
+itd_bg_start(struct itd_bg *b, struct itd *t, const char *route, const char *body)
+{
+	memset(b, 0, sizeof *b);
+	b->t = t;
+	b->route = route;
+	b->body = body;
+	return pthread_create(&b->th, NULL, itd_bg_main, b);
+}
+
+int
+itd_bg_join(struct itd_bg *b)
+{
+	pthread_join(b->th, NULL);
+	return b->rc;
 }
 
 cJSON *

@@ -5,7 +5,10 @@
  * @MOCK@ (the mock's base URL, "http://127.0.0.1:PORT") and @DB@ (the
  * database path). A tokens file with an operator ("op-token"), a viewer
  * ("view-token") and a caller ("call-token") is written beside it (0600).
+ * The itd_expect* helpers assert with Check: call them from a test only.
  */
+#include <pthread.h>
+
 #include <cjson/cJSON.h>
 
 #include "harness.h"
@@ -35,6 +38,37 @@ int itd_call(struct itd *t, const char *route, const char *body, long timeout_ms
 /* A request to the daemon at path (method, body may be NULL, token may be NULL). */
 int itd_req(struct itd *t, const char *method, const char *path, const char *body,
 	    const char *token, long timeout_ms, struct http_resp *out);
+/*
+ * itd_req with a 10 s timeout that must answer with status want (the test
+ * fails otherwise). Returns the parsed body (caller deletes; NULL when not
+ * JSON).
+ */
+cJSON *itd_expect(struct itd *t, const char *method, const char *path, const char *body,
+		  const char *token, long want);
+/*
+ * itd_expect of an error answer: its error.code is code and its
+ * error.message contains needle.
+ */
+void itd_expect_error(struct itd *t, const char *method, const char *path, const char *body,
+		      const char *token, long want, const char *code, const char *needle);
+/*
+ * A call running on a thread of its own while the test does something
+ * else: itd_bg_start starts itd_call(t, route, body, 10 s) (t, route and
+ * body are borrowed until itd_bg_join); 0 or the pthread_create error.
+ * itd_bg_join waits for it and returns itd_call's result; the answer is in
+ * b->r (free it with http_resp_free).
+ */
+struct itd_bg {
+	pthread_t th;
+	struct itd *t;
+	const char *route;
+	const char *body;
+	struct http_resp r;
+	int rc;
+};
+
+int itd_bg_start(struct itd_bg *b, struct itd *t, const char *route, const char *body);
+int itd_bg_join(struct itd_bg *b);
 /* Parse a response body (caller deletes); NULL when not JSON. */
 cJSON *itd_json(const struct http_resp *r);
 /* String / number field of a parsed object ("" / -1 when absent). */

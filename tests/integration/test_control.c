@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <math.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -81,42 +80,10 @@ teardown(void)
 #define VIEW "view-token"
 #define CALLER "call-token"
 
-/* A request; asserts the status and returns the parsed body (caller deletes; may be NULL). */
-static cJSON *
-req(const char *method, const char *path, const char *body, const char *token, long want)
-{
-	struct http_resp r;
-	cJSON *o;
-
-	ck_assert_int_eq(itd_req(&T, method, path, body, token, 10000, &r), 0);
-	ck_assert_msg(r.status == want, "%s %s: status %ld, want %ld: %s", method, path, r.status,
-		      want, r.body);
-	o = itd_json(&r);
-	http_resp_free(&r);
-	return o;
-}
-
-/* A 4xx whose error code is code and whose message contains needle. */
-static void
-req_error(const char *method, const char *path, const char *body, const char *token, long want,
-	  const char *code, const char *needle)
-{
-	cJSON *o = req(method, path, body, token, want), *err;
-
-	ck_assert_ptr_nonnull(o);
-	err = cJSON_GetObjectItem(o, "error");
-	ck_assert_msg(strcmp(itd_str(err, "code"), code) == 0, "%s %s %s: code %s, want %s",
-		      method, path, body ? body : "", itd_str(err, "code"), code);
-	ck_assert_msg(strstr(itd_str(err, "message"), needle) != NULL,
-		      "%s %s %s: message \"%s\" lacks \"%s\"", method, path, body ? body : "",
-		      itd_str(err, "message"), needle);
-	cJSON_Delete(o);
-}
-
 static cJSON *
 state(void)
 {
-	cJSON *o = req("GET", "/v1/state", NULL, VIEW, 200);
+	cJSON *o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 
 	ck_assert_ptr_nonnull(o);
 	return o;
@@ -351,8 +318,8 @@ START_TEST(level_force_persists_audits_and_releases)
 	long long now = wall_ms(), until;
 
 	start("");
-	o = req("PUT", "/v1/routes/intent/level",
-		"{\"level\":2,\"reason\":\"vendor incident\",\"ttl_s\":3600}", OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/routes/intent/level",
+		       "{\"level\":2,\"reason\":\"vendor incident\",\"ttl_s\":3600}", OP, 200);
 	/* The answer is the route object. */
 	ck_assert_str_eq(itd_str(o, "name"), "intent");
 	ck_assert_int_eq((int)itd_num(o, "level"), 2);
@@ -405,14 +372,15 @@ START_TEST(level_force_persists_audits_and_releases)
 	cJSON_Delete(o);
 
 	/* L1 starts at the backup step. */
-	cJSON_Delete(req("PUT", "/v1/routes/intent/level", "{\"level\":1,\"reason\":\"r1\"}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/intent/level",
+				"{\"level\":1,\"reason\":\"r1\"}", OP, 200));
 	call_expect("intent", "backup", "forced_level");
 	ck_assert_int_eq(mock_requests(&T.mock, "small"), 1);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='level' AND until IS NULL AND "
 				       "value='{\"level\":1}'"), 1);
 
 	/* Release: back to auto, row gone, audited, event. */
-	o = req("DELETE", "/v1/routes/intent/level", NULL, OP, 200);
+	o = itd_expect(&T, "DELETE", "/v1/routes/intent/level", NULL, OP, 200);
 	ck_assert_str_eq(itd_str(o, "name"), "intent");
 	ck_assert_int_eq((int)itd_num(o, "level"), 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "forced_level")));
@@ -461,16 +429,18 @@ START_TEST(level_validation_names_the_field)
 
 	start("");
 	for (i = 0; i < sizeof bad_levels / sizeof bad_levels[0]; i++)
-		req_error("PUT", "/v1/routes/intent/level", bad_levels[i].body, OP, 400, "bad_request",
-			  bad_levels[i].field);
+		itd_expect_error(&T, "PUT", "/v1/routes/intent/level", bad_levels[i].body, OP, 400,
+				 "bad_request", bad_levels[i].field);
 	/* 201 characters is one too many; 200 (two bytes each) is fine. */
 	memset(reason, 'x', 201);
 	reason[201] = '\0';
 	snprintf(body, sizeof body, "{\"level\":2,\"reason\":\"%s\"}", reason);
-	req_error("PUT", "/v1/routes/intent/level", body, OP, 400, "bad_request", "reason");
-	req_error("PUT", "/v1/routes/nope/level", "{\"level\":2,\"reason\":\"x\"}", OP, 404,
-		  "unknown_route", "nope");
-	req_error("DELETE", "/v1/routes/nope/level", NULL, OP, 404, "unknown_route", "nope");
+	itd_expect_error(&T, "PUT", "/v1/routes/intent/level", body, OP, 400, "bad_request",
+			 "reason");
+	itd_expect_error(&T, "PUT", "/v1/routes/nope/level", "{\"level\":2,\"reason\":\"x\"}", OP,
+			 404, "unknown_route", "nope");
+	itd_expect_error(&T, "DELETE", "/v1/routes/nope/level", NULL, OP, 404, "unknown_route",
+			 "nope");
 	ck_assert_int_eq(itd_count(&T, "audit"), 0);
 	ck_assert_int_eq(itd_count(&T, "overrides"), 0);
 	o = state();
@@ -480,7 +450,7 @@ START_TEST(level_validation_names_the_field)
 		memcpy(reason + 2 * i, "\xc3\xa9", 2);
 	reason[400] = '\0';
 	snprintf(body, sizeof body, "{\"level\":3,\"reason\":\"%s\",\"ttl_s\":null}", reason);
-	o = req("PUT", "/v1/routes/intent/level", body, OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/routes/intent/level", body, OP, 200);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "forced_level"), "reason"), reason);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "forced_level"), "until")));
 	cJSON_Delete(o);
@@ -493,8 +463,8 @@ START_TEST(level_ttl_expires)
 	cJSON *o;
 
 	start("");
-	cJSON_Delete(req("PUT", "/v1/routes/ticket/level",
-			 "{\"level\":2,\"reason\":\"short\",\"ttl_s\":1}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/ticket/level",
+				"{\"level\":2,\"reason\":\"short\",\"ttl_s\":1}", OP, 200));
 	call_expect("ticket", "rules", "forced_level");
 	o = state();
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(state_route(o, "ticket"), "forced_level"),
@@ -520,8 +490,8 @@ START_TEST(weights_set_partial_and_routing)
 	int i;
 
 	start("");
-	o = req("PUT", "/v1/routes/intent/weights", "{\"weights\":{\"primary\":80,\"canary\":20}}",
-		OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/routes/intent/weights",
+		       "{\"weights\":{\"primary\":80,\"canary\":20}}", OP, 200);
 	ck_assert_str_eq(itd_str(o, "name"), "intent");
 	ck_assert_int_eq(target_weight(o, "primary"), 80);
 	ck_assert_int_eq(target_weight(o, "canary"), 20);
@@ -539,7 +509,8 @@ START_TEST(weights_set_partial_and_routing)
 				       "detail LIKE '%primary 95 -> 80%canary 5 -> 20%alice%'"), 1);
 
 	/* A missing target keeps its weight. Canary 0: no canary traffic. */
-	o = req("PUT", "/v1/routes/intent/weights", "{\"weights\":{\"canary\":0}}", OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/routes/intent/weights", "{\"weights\":{\"canary\":0}}", OP,
+		       200);
 	ck_assert_int_eq(target_weight(o, "primary"), 80);
 	ck_assert_int_eq(target_weight(o, "canary"), 0);
 	cJSON_Delete(o);
@@ -548,8 +519,9 @@ START_TEST(weights_set_partial_and_routing)
 	ck_assert_int_eq(mock_requests(&T.mock, "canary"), 0);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 8);
 	/* All on the canary. */
-	cJSON_Delete(req("PUT", "/v1/routes/intent/weights",
-			 "{\"weights\":{\"canary\":1,\"primary\":0},\"reason\":\"promote\"}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/intent/weights",
+				"{\"weights\":{\"canary\":1,\"primary\":0},\"reason\":\"promote\"}",
+				OP, 200));
 	for (i = 0; i < 5; i++)
 		call_expect("intent", "llm", NULL);
 	ck_assert_int_eq(mock_requests(&T.mock, "canary"), 5);
@@ -587,13 +559,13 @@ START_TEST(weights_validation_names_the_field)
 
 	start("");
 	for (i = 0; i < sizeof bad_weights / sizeof bad_weights[0]; i++)
-		req_error("PUT", "/v1/routes/intent/weights", bad_weights[i].body, OP, 400,
-			  "bad_request", bad_weights[i].field);
+		itd_expect_error(&T, "PUT", "/v1/routes/intent/weights", bad_weights[i].body, OP,
+				 400, "bad_request", bad_weights[i].field);
 	/* The only target of ticket cannot go to 0 either. */
-	req_error("PUT", "/v1/routes/ticket/weights", "{\"weights\":{\"primary\":0}}", OP, 400,
-		  "bad_request", "weights");
-	req_error("PUT", "/v1/routes/nope/weights", "{\"weights\":{\"primary\":1}}", OP, 404,
-		  "unknown_route", "nope");
+	itd_expect_error(&T, "PUT", "/v1/routes/ticket/weights", "{\"weights\":{\"primary\":0}}",
+			 OP, 400, "bad_request", "weights");
+	itd_expect_error(&T, "PUT", "/v1/routes/nope/weights", "{\"weights\":{\"primary\":1}}", OP,
+			 404, "unknown_route", "nope");
 	ck_assert_int_eq(itd_count(&T, "audit"), 0);
 	ck_assert_int_eq(itd_count(&T, "overrides"), 0);
 	o = state();
@@ -611,8 +583,8 @@ START_TEST(breaker_force_open_closed_auto)
 	int i;
 
 	start("");
-	o = req("PUT", "/v1/backends/primary/breaker",
-		"{\"state\":\"forced_open\",\"reason\":\"maintenance\"}", OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/backends/primary/breaker",
+		       "{\"state\":\"forced_open\",\"reason\":\"maintenance\"}", OP, 200);
 	ck_assert_str_eq(itd_str(o, "name"), "primary");
 	ck_assert_ptr_nonnull(cJSON_GetObjectItem(o, "health"));
 	br = cJSON_GetObjectItem(o, "breaker");
@@ -640,7 +612,8 @@ START_TEST(breaker_force_open_closed_auto)
 				       "detail LIKE 'closed -> forced_open%maintenance%'"), 1);
 
 	/* Forced closed: failures past the threshold do not open it. */
-	o = req("PUT", "/v1/backends/primary/breaker", "{\"state\":\"forced_closed\"}", OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/backends/primary/breaker", "{\"state\":\"forced_closed\"}",
+		       OP, 200);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "breaker"), "state"), "forced_closed");
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='breaker' AND "
@@ -656,8 +629,8 @@ START_TEST(breaker_force_open_closed_auto)
 	cJSON_Delete(o);
 
 	/* Auto: closed with empty windows, override row gone. */
-	o = req("PUT", "/v1/backends/primary/breaker", "{\"state\":\"auto\",\"reason\":\"done\"}",
-		OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/backends/primary/breaker",
+		       "{\"state\":\"auto\",\"reason\":\"done\"}", OP, 200);
 	br = cJSON_GetObjectItem(o, "breaker");
 	ck_assert_str_eq(itd_str(br, "state"), "closed");
 	ck_assert_int_eq((int)itd_num(br, "failures"), 0);
@@ -674,16 +647,18 @@ END_TEST
 START_TEST(breaker_validation)
 {
 	start("");
-	req_error("PUT", "/v1/backends/primary/breaker", "{}", OP, 400, "bad_request", "state");
-	req_error("PUT", "/v1/backends/primary/breaker", "{\"state\":\"open\"}", OP, 400,
-		  "bad_request", "state");
-	req_error("PUT", "/v1/backends/primary/breaker", "{\"state\":1}", OP, 400, "bad_request",
-		  "state");
-	req_error("PUT", "/v1/backends/primary/breaker", "{\"state\":\"auto\",\"reason\":[]}", OP,
-		  400, "bad_request", "reason");
-	req_error("PUT", "/v1/backends/primary/breaker", "x", OP, 400, "bad_request", "body");
-	req_error("PUT", "/v1/backends/nope/breaker", "{\"state\":\"auto\"}", OP, 404,
-		  "unknown_backend", "nope");
+	itd_expect_error(&T, "PUT", "/v1/backends/primary/breaker", "{}", OP, 400, "bad_request",
+			 "state");
+	itd_expect_error(&T, "PUT", "/v1/backends/primary/breaker", "{\"state\":\"open\"}", OP, 400,
+			 "bad_request", "state");
+	itd_expect_error(&T, "PUT", "/v1/backends/primary/breaker", "{\"state\":1}", OP, 400,
+			 "bad_request", "state");
+	itd_expect_error(&T, "PUT", "/v1/backends/primary/breaker",
+			 "{\"state\":\"auto\",\"reason\":[]}", OP, 400, "bad_request", "reason");
+	itd_expect_error(&T, "PUT", "/v1/backends/primary/breaker", "x", OP, 400, "bad_request",
+			 "body");
+	itd_expect_error(&T, "PUT", "/v1/backends/nope/breaker", "{\"state\":\"auto\"}", OP, 404,
+			 "unknown_backend", "nope");
 	ck_assert_int_eq(itd_count(&T, "audit"), 0);
 }
 END_TEST
@@ -696,20 +671,20 @@ START_TEST(overrides_survive_restart)
 	char until[64];
 
 	start("");
-	o = req("PUT", "/v1/routes/intent/level",
-		"{\"level\":2,\"reason\":\"vendor incident\",\"ttl_s\":3600}", OP, 200);
+	o = itd_expect(&T, "PUT", "/v1/routes/intent/level",
+		       "{\"level\":2,\"reason\":\"vendor incident\",\"ttl_s\":3600}", OP, 200);
 	snprintf(until, sizeof until, "%s", itd_str(cJSON_GetObjectItem(o, "forced_level"), "until"));
 	cJSON_Delete(o);
-	cJSON_Delete(req("PUT", "/v1/routes/ticket/level", "{\"level\":1,\"reason\":\"no ttl\"}", OP,
-			 200));
-	cJSON_Delete(req("PUT", "/v1/routes/addr/level",
-			 "{\"level\":3,\"reason\":\"gone soon\",\"ttl_s\":1}", OP, 200));
-	cJSON_Delete(req("PUT", "/v1/routes/intent/weights",
-			 "{\"weights\":{\"primary\":60,\"canary\":40}}", OP, 200));
-	cJSON_Delete(req("PUT", "/v1/backends/canary/breaker",
-			 "{\"state\":\"forced_open\",\"reason\":\"bad canary\"}", OP, 200));
-	cJSON_Delete(req("PUT", "/v1/backends/small/breaker", "{\"state\":\"forced_closed\"}", OP,
-			 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/ticket/level",
+				"{\"level\":1,\"reason\":\"no ttl\"}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/addr/level",
+				"{\"level\":3,\"reason\":\"gone soon\",\"ttl_s\":1}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/intent/weights",
+				"{\"weights\":{\"primary\":60,\"canary\":40}}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/backends/canary/breaker",
+				"{\"state\":\"forced_open\",\"reason\":\"bad canary\"}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/backends/small/breaker",
+				"{\"state\":\"forced_closed\"}", OP, 200));
 	ck_assert_int_eq(itd_count(&T, "overrides"), 6);
 
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
@@ -750,7 +725,7 @@ START_TEST(overrides_survive_restart)
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND subject='addr' AND "
 				       "detail LIKE '%expired%'"), 1);
 	/* Released after the restart, it stays released after the next. */
-	cJSON_Delete(req("DELETE", "/v1/routes/intent/level", NULL, OP, 200));
+	cJSON_Delete(itd_expect(&T, "DELETE", "/v1/routes/intent/level", NULL, OP, 200));
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
 	o = state();
@@ -784,15 +759,18 @@ START_TEST(auth_matrix_control_plane)
 	start("");
 	for (i = 0; i < sizeof control_eps / sizeof control_eps[0]; i++) {
 		c = &control_eps[i];
-		req_error(c->method, c->path, c->body, NULL, 401, "unauthorized", "missing");
-		req_error(c->method, c->path, c->body, "no-such-token", 401, "unauthorized",
-			  "unknown token");
-		req_error(c->method, c->path, c->body, CALLER, 403, "forbidden", "caller");
+		itd_expect_error(&T, c->method, c->path, c->body, NULL, 401, "unauthorized",
+				 "missing");
+		itd_expect_error(&T, c->method, c->path, c->body, "no-such-token", 401,
+				 "unauthorized", "unknown token");
+		itd_expect_error(&T, c->method, c->path, c->body, CALLER, 403, "forbidden",
+				 "caller");
 		if (c->operator_only)
-			req_error(c->method, c->path, c->body, VIEW, 403, "forbidden", "viewer");
+			itd_expect_error(&T, c->method, c->path, c->body, VIEW, 403, "forbidden",
+					 "viewer");
 		else
-			cJSON_Delete(req(c->method, c->path, c->body, VIEW, 200));
-		cJSON_Delete(req(c->method, c->path, c->body, OP, 200));
+			cJSON_Delete(itd_expect(&T, c->method, c->path, c->body, VIEW, 200));
+		cJSON_Delete(itd_expect(&T, c->method, c->path, c->body, OP, 200));
 	}
 	/* Refused requests changed and audited nothing; the 4 operator ones did. */
 	ck_assert_int_eq(itd_count(&T, "audit"), 4);
@@ -809,8 +787,9 @@ START_TEST(auth_matrix_control_plane)
 		http_resp_free(&r);
 	}
 	/* Open and data-plane endpoints need no token by default. */
-	cJSON_Delete(req("GET", "/healthz", NULL, NULL, 200));
-	cJSON_Delete(req("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}", NULL, 200));
+	cJSON_Delete(itd_expect(&T, "GET", "/healthz", NULL, NULL, 200));
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}",
+				NULL, 200));
 	/* /metrics (when present): viewer, not open by default. */
 	n = 0;
 	{
@@ -822,9 +801,9 @@ START_TEST(auth_matrix_control_plane)
 	}
 	if (n != 404) {
 		ck_assert_int_eq(n, 200);
-		req_error("GET", "/metrics", NULL, NULL, 401, "unauthorized", "missing");
-		req_error("GET", "/metrics", NULL, CALLER, 403, "forbidden", "caller");
-		cJSON_Delete(req("GET", "/metrics", NULL, VIEW, 200));
+		itd_expect_error(&T, "GET", "/metrics", NULL, NULL, 401, "unauthorized", "missing");
+		itd_expect_error(&T, "GET", "/metrics", NULL, CALLER, 403, "forbidden", "caller");
+		cJSON_Delete(itd_expect(&T, "GET", "/metrics", NULL, VIEW, 200));
 	}
 }
 END_TEST
@@ -836,25 +815,29 @@ START_TEST(auth_data_plane_when_tokens_required)
 	long n;
 
 	start("\"auth\":{\"callers_require_token\":true,\"metrics_public\":true}");
-	req_error("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\",\"request_id\":\"a1\"}",
-		  NULL, 401, "unauthorized", "missing");
-	req_error("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\",\"request_id\":\"a1\"}",
-		  "bogus", 401, "unauthorized", "unknown token");
+	itd_expect_error(&T, "POST", "/v1/routes/ticket/call",
+			 "{\"input\":\"refund\",\"request_id\":\"a1\"}", NULL, 401, "unauthorized",
+			 "missing");
+	itd_expect_error(&T, "POST", "/v1/routes/ticket/call",
+			 "{\"input\":\"refund\",\"request_id\":\"a1\"}", "bogus", 401,
+			 "unauthorized", "unknown token");
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
-	o = req("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\",\"request_id\":\"a1\"}",
-		CALLER, 200);
+	o = itd_expect(&T, "POST", "/v1/routes/ticket/call",
+		       "{\"input\":\"refund\",\"request_id\":\"a1\"}", CALLER, 200);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
 	/* Any role will do on the data plane. */
-	cJSON_Delete(req("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}", VIEW, 200));
-	cJSON_Delete(req("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}", OP, 200));
-	req_error("GET", "/v1/requests/a1", NULL, NULL, 401, "unauthorized", "missing");
-	o = req("GET", "/v1/requests/a1", NULL, CALLER, 200);
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}",
+				VIEW, 200));
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}", OP,
+				200));
+	itd_expect_error(&T, "GET", "/v1/requests/a1", NULL, NULL, 401, "unauthorized", "missing");
+	o = itd_expect(&T, "GET", "/v1/requests/a1", NULL, CALLER, 200);
 	ck_assert_str_eq(itd_str(o, "status"), "done");
 	cJSON_Delete(o);
 	/* The control plane still wants its roles; /healthz stays open. */
-	req_error("GET", "/v1/state", NULL, CALLER, 403, "forbidden", "caller");
-	cJSON_Delete(req("GET", "/healthz", NULL, NULL, 200));
+	itd_expect_error(&T, "GET", "/v1/state", NULL, CALLER, 403, "forbidden", "caller");
+	cJSON_Delete(itd_expect(&T, "GET", "/healthz", NULL, NULL, 200));
 	/* metrics_public: /metrics open (when present). */
 	ck_assert_int_eq(itd_req(&T, "GET", "/metrics", NULL, NULL, 5000, &r), 0);
 	n = r.status;
@@ -879,13 +862,16 @@ START_TEST(limits_body_url_method_path)
 	memset(big, ' ', 3999);
 	big[0] = '{';
 	memcpy(big + 3990, "\"a\":1}", 7);
-	req_error("POST", "/v1/routes/ticket/call", big, NULL, 413, "body_too_large", "1024");
-	req_error("PUT", "/v1/routes/intent/level", big, OP, 413, "body_too_large", "1024");
+	itd_expect_error(&T, "POST", "/v1/routes/ticket/call", big, NULL, 413, "body_too_large",
+			 "1024");
+	itd_expect_error(&T, "PUT", "/v1/routes/intent/level", big, OP, 413, "body_too_large",
+			 "1024");
 	free(big);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
 	ck_assert_int_eq(itd_count(&T, "audit"), 0);
 	/* Just under the limit is fine. */
-	cJSON_Delete(req("POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}", NULL, 200));
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"refund\"}",
+				NULL, 200));
 
 	/* A URL over 4096 bytes (itd_req's buffer is too small for it). */
 	path = malloc(5000);
@@ -923,10 +909,11 @@ START_TEST(limits_body_url_method_path)
 	ck_assert_ptr_nonnull(strstr(allow, "DELETE"));
 	free(allow);
 	http_resp_free(&r);
-	req_error("GET", "/v1/nothing-here", NULL, OP, 404, "not_found", "endpoint");
-	req_error("PUT", "/v1/routes/intent/level/extra", "{}", OP, 404, "not_found", "endpoint");
+	itd_expect_error(&T, "GET", "/v1/nothing-here", NULL, OP, 404, "not_found", "endpoint");
+	itd_expect_error(&T, "PUT", "/v1/routes/intent/level/extra", "{}", OP, 404, "not_found",
+			 "endpoint");
 	/* The daemon is still fine. */
-	cJSON_Delete(req("GET", "/healthz", NULL, NULL, 200));
+	cJSON_Delete(itd_expect(&T, "GET", "/healthz", NULL, NULL, 200));
 }
 END_TEST
 
@@ -963,7 +950,8 @@ START_TEST(slow_clients_do_not_block_others)
 	ck_assert_msg(worst < 500, "healthz took %.1f ms with slow clients open", worst);
 	call_expect("ticket", "llm", NULL);
 	cJSON_Delete(state());
-	cJSON_Delete(req("PUT", "/v1/routes/addr/level", "{\"level\":2,\"reason\":\"x\"}", OP, 200));
+	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/addr/level",
+				"{\"level\":2,\"reason\":\"x\"}", OP, 200));
 	/* The slow clients are still connected (nothing was answered to them). */
 	for (i = 0; i < SLOW_CLIENTS; i++) {
 		ck_assert_int_eq(recv(fds[i], buf, sizeof buf, MSG_DONTWAIT), -1);
@@ -974,35 +962,18 @@ END_TEST
 
 /* ---- graceful drain ---- */
 
-struct bg_call {
-	pthread_t th;
-	struct http_resp r;
-	int rc;
-};
-
-static void *
-bg_call_main(void *arg)
-{
-	struct bg_call *b = arg;
-
-	b->rc = itd_call(&T, "ticket", "{\"input\":\"refund please\"}", 10000, &b->r);
-	return NULL;
-}
-
 START_TEST(sigterm_drains_inflight_calls)
 {
-	struct bg_call b;
+	struct itd_bg b;
 	cJSON *o;
 	int status;
 
 	start("");
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":800}"), 0);
-	memset(&b, 0, sizeof b);
-	ck_assert_int_eq(pthread_create(&b.th, NULL, bg_call_main, &b), 0);
+	ck_assert_int_eq(itd_bg_start(&b, &T, "ticket", "{\"input\":\"refund please\"}"), 0);
 	usleep(100 * 1000);
 	status = itd_kill_daemon(&T, SIGTERM);
-	pthread_join(b.th, NULL);
-	ck_assert_int_eq(b.rc, 0);
+	ck_assert_int_eq(itd_bg_join(&b), 0);
 	ck_assert_msg(b.r.status == 200, "drained call: status %ld err %d: %s", b.r.status, b.r.err,
 		      b.r.body);
 	o = itd_json(&b.r);

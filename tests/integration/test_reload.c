@@ -6,7 +6,6 @@
  * backend.
  */
 #include <check.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,23 +58,9 @@ write_config(const char *text)
 }
 
 static cJSON *
-req(const char *method, const char *path, const char *body, const char *token, long want)
-{
-	struct http_resp r;
-	cJSON *o;
-
-	ck_assert_int_eq(itd_req(&T, method, path, body, token, 5000, &r), 0);
-	ck_assert_msg(r.status == want, "%s %s: %ld (want %ld): %s", method, path, r.status, want,
-		      r.body);
-	o = itd_json(&r);
-	http_resp_free(&r);
-	return o;
-}
-
-static cJSON *
 backend_state(const char *name)
 {
-	cJSON *st = req("GET", "/v1/state", NULL, OP, 200), *b, *out = NULL;
+	cJSON *st = itd_expect(&T, "GET", "/v1/state", NULL, OP, 200), *b, *out = NULL;
 
 	cJSON_ArrayForEach(b, cJSON_GetObjectItem(st, "backends"))
 		if (strcmp(itd_str(b, "name"), name) == 0)
@@ -92,14 +77,16 @@ START_TEST(reload_applies_changes_and_keeps_breakers)
 	ck_assert_int_eq(itd_start(&T, v1), 0);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":500}"), 0);
 	for (i = 0; i < 2; i++)
-		cJSON_Delete(req("POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200));
+		cJSON_Delete(itd_expect(&T, "POST", "/v1/routes/intent/call", "{\"input\":\"x\"}",
+					NULL, 200));
 	b = backend_state("primary");
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(b, "breaker"), "state"), "open");
 	cJSON_Delete(b);
-	cJSON_Delete(req("POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 404));
+	cJSON_Delete(
+		itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 404));
 
 	write_config(v2);
-	o = req("POST", "/v1/reload", NULL, OP, 200);
+	o = itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(o, "reloaded")));
 	ck_assert_int_eq((int)itd_num(o, "routes"), 2);
 	ck_assert_int_eq((int)itd_num(o, "backends"), 2);
@@ -109,10 +96,10 @@ START_TEST(reload_applies_changes_and_keeps_breakers)
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(b, "breaker"), "state"), "open");
 	cJSON_Delete(b);
 	/* the new route works; intent now reaches secondary while primary is open */
-	o = req("POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 200);
+	o = itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 200);
 	ck_assert_str_eq(itd_str(o, "backend"), "secondary");
 	cJSON_Delete(o);
-	o = req("POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
+	o = itd_expect(&T, "POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	ck_assert_str_eq(itd_str(o, "backend"), "secondary");
 	cJSON_Delete(o);
@@ -137,11 +124,11 @@ START_TEST(bad_reload_keeps_the_running_config)
 	ck_assert_ptr_nonnull(strstr(r.body, "routes[0].budget_ms"));
 	ck_assert_ptr_nonnull(strstr(r.body, "invalid_config"));
 	http_resp_free(&r);
-	o = req("POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
+	o = itd_expect(&T, "POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
 	/* viewers may not reload */
-	cJSON_Delete(req("POST", "/v1/reload", NULL, "view-token", 403));
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, "view-token", 403));
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action='config.reload'"), 0);
 }
 END_TEST
@@ -166,45 +153,28 @@ START_TEST(sighup_reloads)
 		usleep(50 * 1000);
 	}
 	ck_assert_int_lt(i, 50);
-	o = req("POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 200);
+	o = itd_expect(&T, "POST", "/v1/routes/ticket/call", "{\"input\":\"x\"}", NULL, 200);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
 }
 END_TEST
 
-struct bg {
-	pthread_t th;
-	struct http_resp r;
-	int rc;
-};
-
-static void *
-bg_main(void *arg)
-{
-	struct bg *b = arg;
-
-	b->rc = itd_call(&T, "intent", "{\"input\":\"x\"}", 10000, &b->r);
-	return NULL;
-}
-
 START_TEST(inflight_call_finishes_on_its_config)
 {
-	struct bg b;
+	struct itd_bg b;
 	cJSON *o;
 
 	ck_assert_int_eq(itd_start(&T, v1), 0);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":800}"), 0);
-	memset(&b, 0, sizeof b);
-	ck_assert_int_eq(pthread_create(&b.th, NULL, bg_main, &b), 0);
+	ck_assert_int_eq(itd_bg_start(&b, &T, "intent", "{\"input\":\"x\"}"), 0);
 	usleep(200 * 1000);
 	/* the backend the call is waiting on disappears from the config */
 	write_config(v3);
-	cJSON_Delete(req("POST", "/v1/reload", NULL, OP, 200));
-	o = req("POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));
+	o = itd_expect(&T, "POST", "/v1/routes/intent/call", "{\"input\":\"x\"}", NULL, 200);
 	ck_assert_str_eq(itd_str(o, "backend"), "secondary");
 	cJSON_Delete(o);
-	pthread_join(b.th, NULL);
-	ck_assert_int_eq(b.rc, 0);
+	ck_assert_int_eq(itd_bg_join(&b), 0);
 	ck_assert_int_eq(b.r.status, 200);
 	o = itd_json(&b.r);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");

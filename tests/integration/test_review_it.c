@@ -93,38 +93,6 @@ teardown(void)
 	itd_stop(&T);
 }
 
-/* A request; asserts the status and returns the parsed body (caller deletes; may be NULL). */
-static cJSON *
-req(const char *method, const char *path, const char *body, const char *token, long want)
-{
-	struct http_resp r;
-	cJSON *o;
-
-	ck_assert_int_eq(itd_req(&T, method, path, body, token, 10000, &r), 0);
-	ck_assert_msg(r.status == want, "%s %s %s: status %ld, want %ld: %s", method, path,
-		      body ? body : "", r.status, want, r.body);
-	o = itd_json(&r);
-	http_resp_free(&r);
-	return o;
-}
-
-/* An error answer whose code is code and whose message contains needle. */
-static void
-req_error(const char *method, const char *path, const char *body, const char *token, long want,
-	  const char *code, const char *needle)
-{
-	cJSON *o = req(method, path, body, token, want), *err;
-
-	ck_assert_ptr_nonnull(o);
-	err = cJSON_GetObjectItem(o, "error");
-	ck_assert_msg(strcmp(itd_str(err, "code"), code) == 0, "%s %s %s: code %s, want %s",
-		      method, path, body ? body : "", itd_str(err, "code"), code);
-	ck_assert_msg(strstr(itd_str(err, "message"), needle) != NULL,
-		      "%s %s %s: message \"%s\" lacks \"%s\"", method, path, body ? body : "",
-		      itd_str(err, "message"), needle);
-	cJSON_Delete(o);
-}
-
 /* POST /call with body; asserts 200 and returns the answer. */
 static cJSON *
 call(const char *body)
@@ -167,7 +135,7 @@ item(long long id, const char *token, long want)
 	char path[64];
 
 	snprintf(path, sizeof path, "/v1/reviews/%lld", id);
-	return req("GET", path, NULL, token, want);
+	return itd_expect(&T, "GET", path, NULL, token, want);
 }
 
 static cJSON *
@@ -176,7 +144,7 @@ act(long long id, const char *what, const char *body, const char *token, long wa
 	char path[96];
 
 	snprintf(path, sizeof path, "/v1/reviews/%lld/%s", id, what);
-	return req("POST", path, body, token, want);
+	return itd_expect(&T, "POST", path, body, token, want);
 }
 
 static void
@@ -186,7 +154,7 @@ act_error(long long id, const char *what, const char *body, const char *token, l
 	char path[96];
 
 	snprintf(path, sizeof path, "/v1/reviews/%lld/%s", id, what);
-	req_error("POST", path, body, token, want, code, needle);
+	itd_expect_error(&T, "POST", path, body, token, want, code, needle);
 }
 
 /* Rewrite the tokens file with a second operator "bob" and restart the daemon. */
@@ -245,7 +213,7 @@ START_TEST(low_confidence_answer_is_queued_at_once)
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE request_id = 'lc-1' AND state = 'pending' "
 				       "AND reason = 'low_confidence'"),
 			 1);
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
 	it = cJSON_GetArrayItem(items, 0);
@@ -316,7 +284,7 @@ START_TEST(list_order_filters_and_counts)
 	manual = db_scalar_int(T.db, "SELECT id FROM reviews WHERE request_id = 'm-1'");
 	low = low_confidence_item("l-1");
 
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 2);
 	ck_assert_int_eq((long long)itd_num(cJSON_GetArrayItem(items, 0), "id"), low);
@@ -324,53 +292,55 @@ START_TEST(list_order_filters_and_counts)
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 2);
 	cJSON_Delete(o);
 
-	o = req("GET", "/v1/reviews?priority=high", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?priority=high", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
 	ck_assert_int_eq((long long)itd_num(cJSON_GetArrayItem(items, 0), "id"), manual);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 1);
 	cJSON_Delete(o);
 
-	o = req("GET", "/v1/reviews?limit=1&route=intent", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?limit=1&route=intent", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
 	ck_assert_int_eq((long long)itd_num(cJSON_GetArrayItem(items, 0), "id"), low);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 2);
 	cJSON_Delete(o);
 
-	o = req("GET", "/v1/reviews?route=other", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?route=other", NULL, VIEW, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 0);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 0);
 	cJSON_Delete(o);
 
 	/* claimed items are open: listed by default and by state=claimed */
 	cJSON_Delete(act(manual, "claim", NULL, OP, 200));
-	o = req("GET", "/v1/reviews?state=claimed", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?state=claimed", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
 	ck_assert_str_eq(itd_str(cJSON_GetArrayItem(items, 0), "reviewer"), "alice");
 	cJSON_Delete(o);
-	o = req("GET", "/v1/reviews?state=pending", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?state=pending", NULL, VIEW, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 1);
 	cJSON_Delete(o);
 	/* decided items leave the default listing */
 	cJSON_Delete(act(low, "decision", "{\"verdict\":\"approve\"}", OP, 200));
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 1);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 1);
 	cJSON_Delete(o);
-	o = req("GET", "/v1/reviews?state=approved", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?state=approved", NULL, VIEW, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 1);
 	cJSON_Delete(o);
 
-	req_error("GET", "/v1/reviews?state=done", NULL, VIEW, 400, "bad_request", "state");
-	req_error("GET", "/v1/reviews?priority=urgent", NULL, VIEW, 400, "bad_request", "priority");
-	req_error("GET", "/v1/reviews?limit=0", NULL, VIEW, 400, "bad_request", "limit");
-	req_error("GET", "/v1/reviews?limit=x", NULL, VIEW, 400, "bad_request", "limit");
-	req_error("GET", "/v1/reviews", NULL, NULL, 401, "unauthorized", "");
-	req_error("GET", "/v1/reviews/999", NULL, VIEW, 404, "unknown_review", "999");
-	req_error("GET", "/v1/reviews/abc", NULL, VIEW, 404, "unknown_review", "abc");
+	itd_expect_error(&T, "GET", "/v1/reviews?state=done", NULL, VIEW, 400, "bad_request",
+			 "state");
+	itd_expect_error(&T, "GET", "/v1/reviews?priority=urgent", NULL, VIEW, 400, "bad_request",
+			 "priority");
+	itd_expect_error(&T, "GET", "/v1/reviews?limit=0", NULL, VIEW, 400, "bad_request", "limit");
+	itd_expect_error(&T, "GET", "/v1/reviews?limit=x", NULL, VIEW, 400, "bad_request", "limit");
+	itd_expect_error(&T, "GET", "/v1/reviews", NULL, NULL, 401, "unauthorized", "");
+	itd_expect_error(&T, "GET", "/v1/reviews/999", NULL, VIEW, 404, "unknown_review", "999");
+	itd_expect_error(&T, "GET", "/v1/reviews/abc", NULL, VIEW, 404, "unknown_review", "abc");
 }
 END_TEST
 
@@ -388,14 +358,14 @@ START_TEST(overdue_is_reported_once)
 	cJSON_Delete(o);
 	/* due after 1 s; the tick runs every second */
 	sleep_ms(2600);
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	it = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "items"), 0);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(it, "overdue")));
 	ck_assert_str_eq(itd_str(it, "state"), "pending");
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 1);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "overdue"), 1);
 	cJSON_Delete(o);
-	o = req("GET", "/v1/reviews?state=overdue", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews?state=overdue", NULL, VIEW, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 1);
 	cJSON_Delete(o);
 	itd_settle();
@@ -416,7 +386,7 @@ START_TEST(overdue_is_reported_once)
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue'"), 1);
 	/* deciding it clears the overdue count, and the alert resolves */
 	cJSON_Delete(act(id, "decision", "{\"verdict\":\"reject\"}", OP, 200));
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "overdue"), 0);
 	cJSON_Delete(o);
 	sleep_ms(1500);
@@ -533,7 +503,7 @@ START_TEST(decisions_and_validation)
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "corrected_result")));
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE decided_at IS NOT NULL"), 3);
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 0);
 	cJSON_Delete(o);
 }
@@ -609,9 +579,9 @@ START_TEST(export_jsonl)
 	ck_assert_int_eq(itd_req(&T, "GET", "/v1/reviews/export", NULL, VIEW, 10000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
-	req_error("GET", "/v1/reviews/export?since=yesterday", NULL, VIEW, 400, "bad_request",
-		  "since");
-	req_error("GET", "/v1/reviews/export", NULL, NULL, 401, "unauthorized", "");
+	itd_expect_error(&T, "GET", "/v1/reviews/export?since=yesterday", NULL, VIEW, 400,
+			 "bad_request", "since");
+	itd_expect_error(&T, "GET", "/v1/reviews/export", NULL, NULL, 401, "unauthorized", "");
 }
 END_TEST
 
@@ -799,7 +769,7 @@ START_TEST(overflow_auto_accepts_oldest_low)
 	ck_assert_str_eq(itd_str(o, "verdict"), "approve");
 	ck_assert_ptr_nonnull(strstr(itd_str(o, "note"), "over capacity"));
 	cJSON_Delete(o);
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	items = cJSON_GetObjectItem(o, "items");
 	ck_assert_int_eq(cJSON_GetArraySize(items), 2);
 	ck_assert_int_eq((long long)itd_num(cJSON_GetArrayItem(items, 0), "id"), second);
@@ -822,7 +792,7 @@ START_TEST(overflow_without_low_items_keeps_everything)
 	low_confidence_item("h-1");
 	low_confidence_item("h-2");
 	low_confidence_item("h-3");
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 3);
 	cJSON_Delete(o);
 	itd_settle();
@@ -850,7 +820,7 @@ START_TEST(overflow_forces_level_2_and_releases)
 	b = low_confidence_item("f-2");
 	low_confidence_item("f-3");
 	itd_settle();
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 2);
 	f = cJSON_GetObjectItem(ro, "forced_level");
@@ -872,12 +842,12 @@ START_TEST(overflow_forces_level_2_and_releases)
 	cJSON_Delete(o);
 	/* at capacity the force stays; below it, it is released */
 	cJSON_Delete(act(a, "decision", "{\"verdict\":\"approve\"}", OP, 200));
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 2);
 	cJSON_Delete(o);
 	cJSON_Delete(act(b, "decision", "{\"verdict\":\"approve\"}", OP, 200));
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "forced_level")));
@@ -902,7 +872,7 @@ START_TEST(overflow_force_is_rederived_after_restart)
 	low_confidence_item("r-2");
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGKILL), 128 + SIGKILL);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 2);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(ro, "forced_level"), "actor"),
@@ -919,14 +889,14 @@ START_TEST(overflow_follows_a_reload)
 	start(RULES ",\"review\":{\"capacity\":1,\"overflow\":\"force_l2\"}");
 	low_confidence_item("rl-1");
 	low_confidence_item("rl-2");
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 2);
 	cJSON_Delete(o);
 	/* the policy changes: the force goes at once; the counts carry on */
 	rewrite_config(RULES ",\"review\":{\"capacity\":5,\"overflow\":\"auto_accept_low\"}");
-	cJSON_Delete(req("POST", "/v1/reload", NULL, OP, 200));
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "forced_level")));
@@ -937,7 +907,7 @@ START_TEST(overflow_follows_a_reload)
 			 1);
 	/* a smaller capacity acts on the next enqueue with the new policy */
 	rewrite_config(RULES ",\"review\":{\"capacity\":2,\"priority\":\"low\"}");
-	cJSON_Delete(req("POST", "/v1/reload", NULL, OP, 200));
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));
 	low_confidence_item("rl-3"); /* low; 3 > 2: the oldest low goes, and it is rl-3 */
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'approved' AND "
 				       "reviewer = 'review_overflow' AND request_id = 'rl-3'"),
@@ -975,10 +945,10 @@ START_TEST(decisions_survive_kill_9)
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action LIKE 'review.%'"), 2);
 	/* the queue reloaded its counts: one claimed, one pending */
-	o = req("GET", "/v1/reviews", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 2);
 	cJSON_Delete(o);
-	o = req("GET", "/v1/state", NULL, VIEW, 200);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ck_assert_int_eq(
 		(int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0), "review_pending"),
 		2);
