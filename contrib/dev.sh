@@ -17,9 +17,11 @@ cd "$here"
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
 	libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libcjson-dev
 	libncurses-dev check tmux sqlite3 curl procps
-	prometheus iproute2 clang libclang-rt-14-dev)
+	prometheus iproute2 clang libclang-rt-14-dev nginx-light openssl)
 # prometheus: promtool checks the /metrics output and the fleet rules;
-# iproute2: the netem fault test; clang + libclang-rt: the libFuzzer targets.
+# iproute2: the netem fault test; clang + libclang-rt: the libFuzzer targets;
+# nginx-light (its http_v2 and echo modules) + openssl: the HTTP/2 upstream
+# of the http2 integration test (the guard below keeps its service stopped).
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -144,8 +146,9 @@ demo() {
 }
 
 bench() {
-	# wrk and nginx for the overhead baseline, perf and valgrind to profile
-	PACKAGES+=(wrk nginx-light linux-perf valgrind)
+	# wrk for the overhead baseline (nginx is in the base list), perf and
+	# valgrind to profile
+	PACKAGES+=(wrk linux-perf valgrind)
 	deps
 	exec bash "$here/contrib/bench.sh" "$@"
 }

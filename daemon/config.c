@@ -822,7 +822,7 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 	const cJSON *arr = obj_get(root, "backends"), *el;
 	struct backend_cfg *b;
 	const char *p;
-	char *path, *fpath, got[160];
+	char *path, *fpath, *ca, got[160];
 	void *v = NULL;
 	int i, j;
 
@@ -852,6 +852,17 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 			fpath = path_join(path, "url");
 			url_check(x, fpath, b->url);
 			free(fpath);
+		}
+		if (b->tls_ca_file != NULL) {
+			ca = path_resolve(c->dir, b->tls_ca_file);
+			free(b->tls_ca_file);
+			b->tls_ca_file = ca;
+			/* A CA for a plain-http URL is a mistake that would go unnoticed. */
+			if (b->url != NULL && strncmp(b->url, "https://", 8) != 0) {
+				fpath = path_join(path, "tls_ca_file");
+				ctx_err(x, fpath, "only used with an https:// url");
+				free(fpath);
+			}
 		}
 		if (b->api_key_env != NULL) {
 			p = b->api_key_env;
@@ -1872,6 +1883,7 @@ config_free(struct config *c)
 		free(b->model);
 		free(b->api_key_env);
 		free(b->version);
+		free(b->tls_ca_file);
 		for (j = 0; j < b->nheaders; j++) {
 			free(b->headers[j].name);
 			free(b->headers[j].value);

@@ -46,6 +46,9 @@ struct breaker_cfg {
 	bool count_429;
 };
 
+/* HTTP version spoken to a backend (backends[].http_version). */
+enum http_version { HTTP_VERSION_1_1 = 0, HTTP_VERSION_2 };
+
 struct header_kv {
 	char *name;
 	char *value;
@@ -65,6 +68,8 @@ struct backend_cfg {
 	int max_concurrent;
 	int queue_ms;
 	int64_t max_response_bytes;
+	enum http_version http_version; /* 2: h2 (ALPN on https, prior knowledge on http) */
+	char *tls_ca_file;		/* resolved path; NULL: the system's CAs */
 	struct breaker_cfg breaker;
 };
 

@@ -22,6 +22,7 @@
 
 /* Names tables: index = enum value (config.h), NULL-terminated. */
 const char *const config_names_breaker_mode[] = {"consecutive", "count", "time", NULL};
+const char *const config_names_http_version[] = {"1.1", "2", NULL};
 const char *const config_names_backoff[] = {"none", "exponential", NULL};
 const char *const config_names_timeout_mode[] = {"fixed", "dynamic", NULL};
 const char *const config_names_on_exhausted[] = {"error", "manual", NULL};
@@ -142,6 +143,11 @@ const struct config_key config_keys[] = {
 	  "bulkhead: wait for a slot at most this long"),
 	L("backends[].max_response_bytes", 0, BK(max_response_bytes), 1, GIB, "4194304", "bytes",
 	  "a bigger upstream body is invalid_response"),
+	E("backends[].http_version", 0, BK(http_version), config_names_http_version, "\"1.1\"",
+	  "1.1 | 2 (h2: ALPN on https, prior knowledge on http; attempts share connections)"),
+	S("backends[].tls_ca_file", 0, BK(tls_ca_file), 1, 4096, NULL,
+	  "PEM file of the CAs trusted for an https url instead of the system's; relative to "
+	  "the config file's folder"),
 	O("backends[].breaker", 0, CKEY_NOFF, "circuit breaker"),
 	E("backends[].breaker.mode", 0, BK(breaker.mode), config_names_breaker_mode,
 	  "\"consecutive\"", "consecutive | count | time"),

@@ -63,6 +63,7 @@ const char *config_key_type_name(const struct config_key *k);
 
 /* Names tables shared with config.h's *_name() functions. NULL-terminated. */
 extern const char *const config_names_breaker_mode[];
+extern const char *const config_names_http_version[];
 extern const char *const config_names_backoff[];
 extern const char *const config_names_timeout_mode[];
 extern const char *const config_names_on_exhausted[];

@@ -550,6 +550,14 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
 	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	curl_multi_setopt(e->multi, CURLMOPT_MAXCONNECTS, 20000L);
+	e->h2_share = curl_share_init();
+	if (e->multi == NULL || e->h2_share == NULL) {
+		*cause = xasprintf("libcurl: cannot create the transfer handles");
+		r = -ENOMEM;
+		goto out;
+	}
+	curl_share_setopt(e->h2_share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+	e->h2c_reuse = curl_version_info(CURLVERSION_NOW)->version_num >= 0x080000;
 
 	e->nbackends = e->nbackends_all = cfg->nbackends;
 	e->backends = xcalloc((size_t)MAX(cfg->nbackends, 1), sizeof *e->backends);
@@ -660,6 +668,8 @@ engine_free(struct engine *e)
 	review_q_free(e->review_q);
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
+	if (e->h2_share)
+		curl_share_cleanup(e->h2_share); /* after the handles that used it */
 	for (i = 0; i < e->nbackends_all; i++)
 		backend_rt_free(&e->backends[i]);
 	free(e->backends);

@@ -93,6 +93,8 @@ struct engine {
 	int nroutes_all;
 	struct store *store;
 	CURLM *multi;
+	CURLSH *h2_share; /* the connection pool of http_version "2" backends (call.c) */
+	int h2c_reuse;	  /* libcurl >= 8.0.0 can reuse h2 prior-knowledge connections */
 	int epfd;
 	int evfd;
 	struct timerheap timers;

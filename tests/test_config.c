@@ -160,6 +160,8 @@ START_TEST(test_defaults_backend)
 	ck_assert_int_eq(b->max_concurrent, 60);
 	ck_assert_int_eq(b->queue_ms, 0);
 	ck_assert_int_eq(b->max_response_bytes, 4194304);
+	ck_assert_int_eq(b->http_version, HTTP_VERSION_1_1);
+	ck_assert_ptr_null(b->tls_ca_file);
 	ck_assert_int_eq(b->breaker.mode, BREAKER_MODE_CONSECUTIVE);
 	ck_assert_int_eq(b->breaker.failure_threshold, 3);
 	ck_assert_int_eq(b->breaker.window, 50);
@@ -500,7 +502,7 @@ START_TEST(test_backend_values)
 		    " \"headers\": {\"X-Extra\": \"value\", \"X-Two\": \"2\"},"
 		    " \"timeouts\": {\"connect_ms\": 5000, \"first_byte_ms\": 30000, \"total_ms\": "
 		    "120000},"
-		    " \"max_response_bytes\": 65536,"
+		    " \"max_response_bytes\": 65536, \"http_version\": \"2\","
 		    " \"breaker\": {\"mode\": \"time\", \"window_s\": 10, \"failure_rate\": 0.4}",
 		    "");
 	struct config *c = load_ok(json);
@@ -516,6 +518,8 @@ START_TEST(test_backend_values)
 	ck_assert_int_eq(b->first_byte_ms, 30000);
 	ck_assert_int_eq(b->total_ms, 120000);
 	ck_assert_int_eq(b->max_response_bytes, 65536);
+	ck_assert_int_eq(b->http_version, HTTP_VERSION_2);
+	ck_assert_int_eq(c->backends[1].http_version, HTTP_VERSION_1_1); /* per backend */
 	ck_assert_int_eq(b->breaker.mode, BREAKER_MODE_TIME);
 	ck_assert_double_eq(b->breaker.failure_rate, 0.4);
 	ck_assert_int_eq(config_backend_index(c, "small-v1"), 1);
@@ -523,6 +527,54 @@ START_TEST(test_backend_values)
 	ck_assert_ptr_eq(config_route(c, "r1"), &c->routes[0]);
 	ck_assert_ptr_null(config_route(c, "r2"));
 	config_free(c);
+	free(json);
+}
+END_TEST
+
+/* backends[].http_version: "1.1" (the default) or "2", per backend. */
+START_TEST(test_http_version)
+{
+	char *json = cfg("", ", \"http_version\": \"1.1\"", "");
+	struct config *c = load_ok(json);
+
+	ck_assert_int_eq(c->backends[0].http_version, HTTP_VERSION_1_1);
+	config_free(c);
+	free(json);
+	json = cfg("", ", \"http_version\": \"2\"", "");
+	c = load_ok(json);
+	ck_assert_int_eq(c->backends[0].http_version, HTTP_VERSION_2);
+	ck_assert_int_eq(c->backends[1].http_version, HTTP_VERSION_1_1);
+	config_free(c);
+	free(json);
+}
+END_TEST
+
+/* backends[].tls_ca_file: resolved like the other paths; https only. */
+START_TEST(test_tls_ca_file)
+{
+	char *json = cfg("",
+			 ", \"url\": \"https://llm.example/v1/chat/completions\","
+			 " \"tls_ca_file\": \"certs/ca.pem\"",
+			 "");
+	struct config *c = load_ok(json);
+	char *cause;
+
+	ck_assert_str_eq(c->backends[0].tls_ca_file, "/srv/fb/certs/ca.pem");
+	ck_assert_ptr_null(c->backends[1].tls_ca_file);
+	config_free(c);
+	free(json);
+	json = cfg("",
+		   ", \"url\": \"https://llm.example/v1/chat/completions\","
+		   " \"tls_ca_file\": \"/etc/fb/ca.pem\"",
+		   "");
+	c = load_ok(json);
+	ck_assert_str_eq(c->backends[0].tls_ca_file, "/etc/fb/ca.pem");
+	config_free(c);
+	free(json);
+	json = cfg("", ", \"tls_ca_file\": \"ca.pem\"", ""); /* URL1 is http:// */
+	cause = load_err(json, CONFIG_E_INVALID);
+	ck_assert_str_eq(cause, "backends[0].tls_ca_file: only used with an https:// url");
+	free(cause);
 	free(json);
 }
 END_TEST
@@ -727,6 +779,8 @@ START_TEST(test_reference)
 	ck_assert_ptr_nonnull(strstr(text, "routes[].cache (object, optional section)"));
 	ck_assert_ptr_nonnull(
 		strstr(text, "backends[].breaker.mode (string, default \"consecutive\", one of"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "backends[].http_version (string, default \"1.1\", one of"));
 	free(text);
 }
 END_TEST
@@ -982,6 +1036,12 @@ static const struct bad bad_enums[] = {
 	{"", ", \"breaker\": {\"mode\": \"sliding\"}", "",
 	 "backends[0].breaker.mode: must be one of \"consecutive\", \"count\" or \"time\" (got "
 	 "\"sliding\")"},
+	{"", ", \"http_version\": \"3\"", "",
+	 "backends[0].http_version: must be one of \"1.1\" or \"2\" (got \"3\""},
+	{"", ", \"http_version\": 2", "",
+	 "backends[0].http_version: must be one of \"1.1\" or \"2\" (got 2)"},
+	{"", ", \"http_version\": \"HTTP/2\"", "",
+	 "backends[0].http_version: must be one of \"1.1\" or \"2\" (got \"HTTP/2\")"},
 	{"", "", ", \"on_exhausted\": \"retry\"",
 	 "routes[0].on_exhausted: must be one of \"error\" or \"manual\" (got \"retry\")"},
 	{"", "", ", \"review\": {\"overflow\": \"drop\"}",
@@ -1352,6 +1412,8 @@ config_suite(void)
 		{"paths_relative", test_paths_relative, 0},
 		{"alert_webhook", test_alert_webhook, 0},
 		{"backend_values", test_backend_values, 0},
+		{"http_version", test_http_version, 0},
+		{"tls_ca_file", test_tls_ca_file, 0},
 		{"retry_values", test_retry_values, 0},
 		{"targets_values", test_targets_values, 0},
 		{"rules_compiled", test_rules_compiled, 0},
