@@ -243,12 +243,16 @@ bench_header() {
 	note "$bench_name: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load $(bench_load)"
 }
 
-# bench_config FILE UPSTREAM_URL [budget_ms [max_concurrent [first_byte_ms]]]:
-# one route "intent" on one backend "primary" with output validation
-# (schema, enum, deny rule, confidence) and full logging (inputs and raw
-# output in the DB), rules as the fallback; tokens file with an operator.
+# bench_config FILE UPSTREAM_URL [budget_ms [max_concurrent [first_byte_ms
+# [http_version [tls_ca_file]]]]]: one route "intent" on one backend
+# "primary" with output validation (schema, enum, deny rule, confidence)
+# and full logging (inputs and raw output in the DB), rules as the
+# fallback; tokens file with an operator. http_version and tls_ca_file are
+# written only when given (absent: the defaults, "1.1" and the system's CAs).
 bench_config() {
-	local f=$1 url=$2 budget=${3:-3000} maxc=${4:-20000} fb=${5:-5000}
+	local f=$1 url=$2 budget=${3:-3000} maxc=${4:-20000} fb=${5:-5000} extra=""
+	[ -z "${6:-}" ] || extra+=", \"http_version\": \"$6\""
+	[ -z "${7:-}" ] || extra+=", \"tls_ca_file\": \"$7\""
 	echo "bench-operator-token operator bench" >"$tmp/tokens"
 	chmod 600 "$tmp/tokens"
 	cat >"$f" <<EOF
@@ -264,7 +268,7 @@ bench_config() {
     "model": "bench-model",
     "timeouts": {"connect_ms": 1000, "first_byte_ms": $fb, "total_ms": $((fb + 3000))},
     "max_concurrent": $maxc, "queue_ms": 0,
-    "breaker": {"mode": "consecutive", "failure_threshold": 100000, "open_ms": 60000}
+    "breaker": {"mode": "consecutive", "failure_threshold": 100000, "open_ms": 60000}$extra
   }],
   "routes": [{
     "name": "intent",
