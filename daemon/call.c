@@ -44,11 +44,21 @@
 
 /*
  * Time kept back from the last attempt to answer from the rungs below
- * (DESIGN.md allows up to 50 ms): the rules, the cache, rendering the
- * answer and handing it to the HTTP thread fit in it even when many calls
- * reach their deadline in the same millisecond.
+ * (DESIGN.md allows up to 50 ms): the rules, the cache and rendering and
+ * writing the answer fit in it. When many calls reach their deadline
+ * together (a burst against a hanging upstream), the crowd (budget.h)
+ * adds the time the engine needs to answer the calls due before this one,
+ * up to MAX_RESERVE_MS in all: their cuts spread out ahead of the deadline
+ * instead of piling up on it.
  */
 #define ANSWER_RESERVE_MS 10
+#define MAX_RESERVE_MS 50
+/*
+ * A cut-and-answer is measured from the timer to the answer rendered; its
+ * write happens in the loop's next HTTP pass, on the same thread, and costs
+ * about as much again: the crowd counts twice the measured time.
+ */
+#define CROWD_COST_FACTOR 2
 #define MAX_TARGETS 64
 
 struct attempt {
@@ -71,6 +81,7 @@ struct attempt {
 	int target; /* index among the route's primary targets (canary guard); -1 otherwise */
 	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
 	struct attempt_timeouts to;
+	int64_t crowd_ms; /* the deadline this attempt is counted under in e->crowd; 0: not counted */
 	int64_t started_us;
 	int64_t started_wall;
 	int64_t first_byte_us;
@@ -635,15 +646,33 @@ on_prereq(void *clientp, char *conn_primary_ip, char *conn_local_ip, int conn_pr
 	return CURL_PREREQFUNC_OK;
 }
 
+/*
+ * End a by its timer. When that cut was the one before the deadline and
+ * the call answered, the time it took teaches the crowd what an answer
+ * costs on this machine now.
+ */
+static void
+attempt_cut(struct attempt *a, enum outcome o)
+{
+	struct call *c = a->call; /* lives until call_reap() */
+	struct engine *e = c->e;
+	int crowd = a->crowd_ms != 0;
+	int64_t t0 = clock_mono_us();
+
+	attempt_end(a, o, CURLE_OK);
+	if (crowd && c->answered)
+		budget_crowd_cost(e->crowd, (clock_mono_us() - t0) * 1000 * CROWD_COST_FACTOR);
+}
+
 static void
 attempt_timer_first_byte(struct timer *t, void *arg)
 {
 	struct attempt *a = arg;
 
 	if (a->committed)
-		attempt_end(a, OUTCOME_TOTAL_TIMEOUT, CURLE_OK); /* idle gap in a stream */
+		attempt_cut(a, OUTCOME_TOTAL_TIMEOUT); /* idle gap in a stream */
 	else if (!a->got_headers || (a->streaming && a->sse_type))
-		attempt_end(a, OUTCOME_FIRST_BYTE_TIMEOUT, CURLE_OK);
+		attempt_cut(a, OUTCOME_FIRST_BYTE_TIMEOUT);
 }
 
 static void
@@ -651,10 +680,8 @@ attempt_timer_total(struct timer *t, void *arg)
 {
 	struct attempt *a = arg;
 
-	attempt_end(a,
-		    a->got_headers && (a->committed || !a->streaming) ? OUTCOME_TOTAL_TIMEOUT
-								      : OUTCOME_FIRST_BYTE_TIMEOUT,
-		    CURLE_OK);
+	attempt_cut(a, a->got_headers && (a->committed || !a->streaming) ? OUTCOME_TOTAL_TIMEOUT
+									 : OUTCOME_FIRST_BYTE_TIMEOUT);
 }
 
 static struct curl_slist *
@@ -788,8 +815,27 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 						 c->req.messages, &p, &a->input_tokens);
 	}
 	total = attempt_total_ms(c, b, a->input_tokens);
-	budget_attempt_timeouts(&c->budget, now_ms, b->cfg->connect_ms, b->cfg->first_byte_ms,
-				(int)MIN(total, INT32_MAX), ANSWER_RESERVE_MS, 1, &a->to);
+	{
+		int reserve = ANSWER_RESERVE_MS +
+			      budget_crowd_extra_ms(e->crowd, c->budget.deadline_ms,
+						    MAX_RESERVE_MS - ANSWER_RESERVE_MS);
+
+		/* A crowd never takes the attempt itself away (model_step
+		 * checked the plain reserve): then it gets that one. */
+		if (budget_attempt_timeouts(&c->budget, now_ms, b->cfg->connect_ms,
+					    b->cfg->first_byte_ms, (int)MIN(total, INT32_MAX), reserve,
+					    1, &a->to) != 0) {
+			reserve = ANSWER_RESERVE_MS;
+			budget_attempt_timeouts(&c->budget, now_ms, b->cfg->connect_ms,
+						b->cfg->first_byte_ms, (int)MIN(total, INT32_MAX),
+						reserve, 1, &a->to);
+		}
+		/* Runs to the cut before the deadline: one of the crowd. */
+		if (a->to.total_ms >= budget_remaining(&c->budget, now_ms) - reserve) {
+			a->crowd_ms = c->budget.deadline_ms;
+			budget_crowd_add(e->crowd, a->crowd_ms);
+		}
+	}
 	a->hdrs = attempt_headers(a);
 	c->att = a;
 	b->attempts++;
@@ -921,6 +967,10 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	memset(&vr, 0, sizeof vr);
 	engine_timer_cancel(e, &a->t_first_byte);
 	engine_timer_cancel(e, &a->t_total);
+	if (a->crowd_ms) {
+		budget_crowd_remove(e->crowd, a->crowd_ms);
+		a->crowd_ms = 0;
+	}
 	curl_easy_getinfo(a->easy, CURLINFO_CONNECT_TIME_T, &connect_us);
 	curl_easy_getinfo(a->easy, CURLINFO_STARTTRANSFER_TIME_T, &start_us);
 	if (connect_us > 0)
