@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "http.h"
+#include "jsonutil.h"
 #include "log.h"
 #include "util.h"
 
@@ -42,7 +43,7 @@ chat_error(struct http_req *r, unsigned status, const char *type, const char *co
 	cJSON_AddStringToObject(e, "type", type);
 	cJSON_AddStringToObject(e, "code", code);
 	cJSON_AddNullToObject(e, "param");
-	body = cJSON_PrintUnformatted(o);
+	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, status, body, strlen(body));
 }
@@ -56,7 +57,7 @@ answer_content(const struct call_answer *a)
 	if (a->source == SOURCE_PRESET && a->text)
 		return xstrdup(a->text);
 	if (a->result)
-		return cJSON_PrintUnformatted(a->result);
+		return json_print(a->result);
 	return xstrdup("");
 }
 
@@ -113,7 +114,7 @@ stream_chunk(struct chat_ctx *x, const char *role, const char *delta_text, size_
 	cJSON_AddItemToArray(choices, c0);
 	if (extra)
 		cJSON_AddItemToObject(o, "fusebox", extra);
-	json = cJSON_PrintUnformatted(o);
+	json = json_print(o);
 	cJSON_Delete(o);
 	buf_init(&b, HTTP_STREAM_MAX);
 	buf_puts(&b, "data: ");
@@ -204,7 +205,7 @@ chat_done(struct call *c, const struct call_answer *a, void *arg)
 					(double)(a->prompt_tokens + a->completion_tokens));
 	}
 	cJSON_AddItemToObject(o, "fusebox", fusebox_object(a));
-	body = cJSON_PrintUnformatted(o);
+	body = json_print(o);
 	cJSON_Delete(o);
 	http_req_add_header(x->r, "X-Fusebox-Source", source_name(a->source));
 	snprintf(num, sizeof num, "%d", a->level);

@@ -28,6 +28,7 @@
 #include <strings.h>
 
 #include "budget.h"
+#include "jsonutil.h"
 #include "cache.h"
 #include "canary.h"
 #include "clock.h"
@@ -239,7 +240,7 @@ static void
 log_call_row(struct call *c)
 {
 	struct call_answer *a = &c->ans;
-	char *result = a->result ? cJSON_PrintUnformatted(a->result) : NULL;
+	char *result = a->result ? json_print(a->result) : NULL;
 	const char *response = a->json;
 	const struct log_cfg *lc = &c->e->cfg->log;
 	const char *input = lc->inputs ? input_text(c) : NULL;
@@ -1520,10 +1521,15 @@ call_answer_json(const struct call_answer *a, int replayed)
 	}
 	cJSON_AddStringToObject(o, "request_id", a->request_id);
 	cJSON_AddStringToObject(o, "route", a->route);
-	if (a->result)
-		cJSON_AddItemToObject(o, "result", cJSON_Duplicate(a->result, 1));
-	else
+	if (a->result) {
+		/* printed once, spliced in (no copy of the tree) */
+		char *res = json_print(a->result);
+
+		cJSON_AddRawToObject(o, "result", res);
+		free(res);
+	} else {
 		cJSON_AddNullToObject(o, "result");
+	}
 	cJSON_AddStringToObject(o, "source", source_name(a->source));
 	if (a->backend)
 		cJSON_AddStringToObject(o, "backend", a->backend);
@@ -1544,7 +1550,7 @@ call_answer_json(const struct call_answer *a, int replayed)
 	cJSON_AddNumberToObject(o, "elapsed_ms", (double)a->elapsed_ms);
 	cJSON_AddBoolToObject(o, "replayed", replayed);
 out:
-	s = cJSON_PrintUnformatted(o);
+	s = json_print(o);
 	cJSON_Delete(o);
 	return s;
 }
