@@ -36,11 +36,34 @@ json_add_string(cJSON *o, const char *name, const char *s)
 		cJSON_AddNullToObject(o, name);
 }
 
-/* Bytes needing an escape in a JSON string: the quote, the backslash, controls. */
-static int
-json_needs_escape(unsigned char c)
+/*
+ * The escape of byte c in a JSON string, or NULL when it stands as it is
+ * (cJSON's choice: only the quote, the backslash and controls).
+ */
+static const char *
+json_escape(unsigned char c, char *u, size_t ulen)
 {
-	return c < 0x20 || c == '"' || c == '\\';
+	switch (c) {
+	case '"':
+		return "\\\"";
+	case '\\':
+		return "\\\\";
+	case '\b':
+		return "\\b";
+	case '\f':
+		return "\\f";
+	case '\n':
+		return "\\n";
+	case '\r':
+		return "\\r";
+	case '\t':
+		return "\\t";
+	default:
+		if (c >= 0x20)
+			return NULL;
+		snprintf(u, ulen, "\\u%04x", c);
+		return u;
+	}
 }
 
 static int
@@ -48,40 +71,17 @@ json_put_string(struct buf *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
 	const unsigned char *run = s;
-	char esc[8];
-	int rc = buf_append(b, "\"", 1);
+	const char *esc;
+	char u[8];
+	int rc;
 
+	rc = buf_append(b, "\"", 1);
 	for (; rc == 0 && *s; s++) {
-		if (!json_needs_escape(*s))
+		esc = json_escape(*s, u, sizeof u);
+		if (esc == NULL)
 			continue;
 		if (s > run)
 			rc = buf_append(b, run, (size_t)(s - run));
-		switch (*s) {
-		case '"':
-			snprintf(esc, sizeof esc, "\\\"");
-			break;
-		case '\\':
-			snprintf(esc, sizeof esc, "\\\\");
-			break;
-		case '\b':
-			snprintf(esc, sizeof esc, "\\b");
-			break;
-		case '\f':
-			snprintf(esc, sizeof esc, "\\f");
-			break;
-		case '\n':
-			snprintf(esc, sizeof esc, "\\n");
-			break;
-		case '\r':
-			snprintf(esc, sizeof esc, "\\r");
-			break;
-		case '\t':
-			snprintf(esc, sizeof esc, "\\t");
-			break;
-		default:
-			snprintf(esc, sizeof esc, "\\u%04x", *s);
-			break;
-		}
 		if (rc == 0)
 			rc = buf_puts(b, esc);
 		run = s + 1;
