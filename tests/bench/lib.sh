@@ -164,14 +164,22 @@ http {
 	}
 }
 EOF
-	nginx -p "$d" -c "$d/nginx.conf" >"$d/logs/stdout" 2>&1 </dev/null &
-	_npid=$!
-	BENCH_PIDS+=("$_npid")
+	bench_nginx_spawn _npid "$d" curl -s -o /dev/null -X POST -d '{}' \
+		"http://127.0.0.1:$_nport/v1/chat/completions"
+}
+
+# bench_nginx_spawn VAR_PID DIR PROBE...: start nginx on DIR/nginx.conf in
+# the background and wait (5 s) until the command PROBE... succeeds.
+bench_nginx_spawn() {
+	local -n _spid=$1
+	local d=$2 i
+	shift 2
+	nginx -p "$d" -e "$d/logs/error.log" -c "$d/nginx.conf" >"$d/logs/stdout" 2>&1 </dev/null &
+	_spid=$!
+	BENCH_PIDS+=("$_spid")
 	for ((i = 0; i < 100; i++)); do
-		if curl -s -o /dev/null -X POST -d '{}' "http://127.0.0.1:$_nport/v1/chat/completions"; then
-			return 0
-		fi
-		kill -0 "$_npid" 2>/dev/null || break
+		"$@" 2>/dev/null && return 0
+		kill -0 "$_spid" 2>/dev/null || break
 		sleep 0.05
 	done
 	echo "bench: nginx did not start" >&2

@@ -61,7 +61,7 @@ chat='{"model":"m","messages":[{"role":"user","content":"I want my money back"}]
 # baseline), both answering CANNED_REPLY after $delay ms; access log: the
 # protocol and connection serial number of each request.
 nginx_h2() {
-	local d=$tmp/nginx esc i listen tls=""
+	local d=$tmp/nginx esc listen tls=""
 	mkdir -p "$d/logs"
 	esc=${CANNED_REPLY//\\\"/\\\\\\\"}
 	NGX_PORT=$(bench_free_port)
@@ -111,20 +111,12 @@ http {
 	}
 }
 EOF
-	nginx -p "$d" -e "$d/logs/error.log" -c "$d/nginx.conf" >"$d/logs/stdout" 2>&1 </dev/null &
-	NGX=$!
-	BENCH_PIDS+=("$NGX")
-	for ((i = 0; i < 100; i++)); do
-		if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGX_H1_PORT/canned" 2>/dev/null &&
-			ss -Htln "sport = :$NGX_PORT" | grep -q .; then
-			return 0
-		fi
-		kill -0 "$NGX" 2>/dev/null || break
-		sleep 0.05
-	done
-	echo "bench: nginx did not start" >&2
-	cat "$d/logs/error.log" "$d/logs/stdout" >&2
-	return 1
+	bench_nginx_spawn NGX "$d" nginx_up
+}
+
+nginx_up() { # both listeners answer
+	curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$NGX_H1_PORT/canned" &&
+		ss -Htln "sport = :$NGX_PORT" | grep -q .
 }
 
 level() { # calls judge(0|1) path(h1|h2)
