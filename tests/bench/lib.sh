@@ -135,7 +135,7 @@ CANNED_REPLY='{"id":"chatcmpl-bench","object":"chat.completion","created":176722
 # configured in $tmp/nginx, never the system service.
 bench_nginx() {
 	local -n _npid=$1 _nport=$2
-	local d=$tmp/nginx esc i
+	local d=$tmp/nginx esc
 	mkdir -p "$d/logs"
 	# nginx unescapes \" inside a quoted string: write \\\" for a JSON \".
 	esc=${CANNED_REPLY//\\\"/\\\\\\\"}
