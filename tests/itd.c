@@ -191,6 +191,40 @@ itd_call(struct itd *t, const char *route, const char *body, long timeout_ms, st
 	return itd_req(t, "POST", path, body, NULL, timeout_ms, out);
 }
 
+int
+itd_call_many(struct itd *t, const char *route, const char *body, int n, long timeout_ms,
+	      struct http_resp *out)
+{
+	const char **urls = NULL, **bodies = NULL;
+	char url[512];
+	int i, r;
+
+	if (n < 1) {
+		r = -EINVAL;
+		goto out;
+	}
+	if (n > ITD_MANY_MAX) {
+		r = -E2BIG;
+		goto out;
+	}
+	urls = calloc((size_t)n, sizeof *urls);
+	bodies = calloc((size_t)n, sizeof *bodies);
+	if (urls == NULL || bodies == NULL) {
+		r = -ENOMEM;
+		goto out;
+	}
+	snprintf(url, sizeof url, "%s/v1/routes/%s/call", t->base, route);
+	for (i = 0; i < n; i++) {
+		urls[i] = url;
+		bodies[i] = body;
+	}
+	r = http_do_many(n, "POST", urls, bodies, NULL, timeout_ms, out);
+out:
+	free(bodies);
+	free(urls);
+	return r;
+}
+
 cJSON *
 itd_expect(struct itd *t, const char *method, const char *path, const char *body, const char *token,
 	   long want)

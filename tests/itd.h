@@ -35,6 +35,15 @@ void itd_stop(struct itd *t);
 /* POST /v1/routes/<route>/call with body; 0 or CURLcode (see http_do). */
 int itd_call(struct itd *t, const char *route, const char *body, long timeout_ms,
 	     struct http_resp *out);
+/*
+ * n identical itd_calls at once (http_do_many: every one on a connection of
+ * its own); the answers go to out[0..n-1] (free each with http_resp_free).
+ * Returns http_do_many's result (the number of failed transfers, or
+ * -errno); -EINVAL when n < 1, -E2BIG when n > ITD_MANY_MAX.
+ */
+#define ITD_MANY_MAX 10000
+int itd_call_many(struct itd *t, const char *route, const char *body, int n, long timeout_ms,
+		  struct http_resp *out);
 /* A request to the daemon at path (method, body may be NULL, token may be NULL). */
 int itd_req(struct itd *t, const char *method, const char *path, const char *body,
 	    const char *token, long timeout_ms, struct http_resp *out);

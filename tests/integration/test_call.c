@@ -84,6 +84,27 @@ assert_source(const cJSON *o, const char *source, const char *reason)
 		ck_assert_str_eq(itd_str(o, "reason"), reason);
 }
 
+/*
+ * Count the answers rs[0..n-1] that came from the model (*llm) and those
+ * that fell to the rules for reason (*fell); frees the answers.
+ */
+static void
+tally(struct http_resp *rs, int n, const char *reason, int *llm, int *fell)
+{
+	cJSON *o;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		o = itd_json(&rs[i]);
+		if (strcmp(itd_str(o, "source"), "llm") == 0)
+			(*llm)++;
+		else if (strcmp(itd_str(o, "reason"), reason) == 0)
+			(*fell)++;
+		cJSON_Delete(o);
+		http_resp_free(&rs[i]);
+	}
+}
+
 /* ---- intent fast path (CONFIG.md reference scenario 1) ---- */
 
 #define FAST_BACKEND                                                                                \
@@ -355,11 +376,9 @@ END_TEST
 
 START_TEST(half_open_admits_only_the_probes)
 {
-	const char *urls[4], *bodies[4];
 	struct http_resp rs[4];
-	char url[128];
 	cJSON *o;
-	int i, llm = 0, open = 0;
+	int llm = 0, open = 0;
 
 	start("\"breaker\":{\"failure_threshold\":1,\"open_ms\":500,\"half_open_probes\":1}",
 	      "\"budget_ms\":3000,\"retry\":{\"max_retries\":0}");
@@ -368,21 +387,8 @@ START_TEST(half_open_admits_only_the_probes)
 	cJSON_Delete(o);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":400}"), 0);
 	usleep(600 * 1000);
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < 4; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"refund\"}";
-	}
-	ck_assert_int_eq(http_do_many(4, "POST", urls, bodies, NULL, 5000, rs), 0);
-	for (i = 0; i < 4; i++) {
-		o = itd_json(&rs[i]);
-		if (strcmp(itd_str(o, "source"), "llm") == 0)
-			llm++;
-		else if (strcmp(itd_str(o, "reason"), "breaker_open") == 0)
-			open++;
-		cJSON_Delete(o);
-		http_resp_free(&rs[i]);
-	}
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", 4, 5000, rs), 0);
+	tally(rs, 4, "breaker_open", &llm, &open);
 	ck_assert_int_eq(llm, 1);
 	ck_assert_int_eq(open, 3);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 2);
@@ -394,29 +400,14 @@ END_TEST
 START_TEST(bulkhead_caps_concurrency_at_the_mock)
 {
 	enum { N = 12 };
-	const char *urls[N], *bodies[N];
 	struct http_resp rs[N];
-	char url[128];
-	cJSON *o, *st;
-	int i, llm = 0, full = 0;
+	cJSON *st;
+	int llm = 0, full = 0;
 
 	start("\"max_concurrent\":3", "\"budget_ms\":3000,\"retry\":{\"max_retries\":0}");
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":300}"), 0);
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < N; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"refund\"}";
-	}
-	ck_assert_int_eq(http_do_many(N, "POST", urls, bodies, NULL, 5000, rs), 0);
-	for (i = 0; i < N; i++) {
-		o = itd_json(&rs[i]);
-		if (strcmp(itd_str(o, "source"), "llm") == 0)
-			llm++;
-		else if (strcmp(itd_str(o, "reason"), "bulkhead_full") == 0)
-			full++;
-		cJSON_Delete(o);
-		http_resp_free(&rs[i]);
-	}
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", N, 5000, rs), 0);
+	tally(rs, N, "bulkhead_full", &llm, &full);
 	st = mock_stats(&T.mock);
 	ck_assert_int_le((int)cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
 								      "primary"),
@@ -433,21 +424,14 @@ END_TEST
 START_TEST(bulkhead_queue_waits_for_a_slot)
 {
 	enum { N = 4 };
-	const char *urls[N], *bodies[N];
 	struct http_resp rs[N];
-	char url[128];
 	cJSON *o, *st;
 	int i, llm = 0;
 
 	start("\"max_concurrent\":1,\"queue_ms\":2000",
 	      "\"budget_ms\":4000,\"retry\":{\"max_retries\":0}");
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":200}"), 0);
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < N; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"refund\"}";
-	}
-	ck_assert_int_eq(http_do_many(N, "POST", urls, bodies, NULL, 5000, rs), 0);
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", N, 5000, rs), 0);
 	for (i = 0; i < N; i++) {
 		o = itd_json(&rs[i]);
 		llm += strcmp(itd_str(o, "source"), "llm") == 0;
@@ -468,9 +452,8 @@ END_TEST
 START_TEST(max_inflight_answers_429)
 {
 	enum { N = 6 };
-	const char *urls[N], *bodies[N];
 	struct http_resp rs[N];
-	char url[128], *ra;
+	char *ra;
 	int i, n429 = 0, n200 = 0;
 
 	{
@@ -484,12 +467,7 @@ START_TEST(max_inflight_answers_429)
 		free(cfg2);
 	}
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"hang\":true}"), 0);
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < N; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"refund\"}";
-	}
-	ck_assert_int_eq(http_do_many(N, "POST", urls, bodies, NULL, 5000, rs), 0);
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", N, 5000, rs), 0);
 	for (i = 0; i < N; i++) {
 		if (rs[i].status == 429) {
 			n429++;
@@ -512,9 +490,7 @@ END_TEST
 
 START_TEST(idempotent_replay_and_single_flight)
 {
-	const char *urls[2], *bodies[2];
 	struct http_resp rs[2];
-	char url[128];
 	cJSON *a, *b;
 	int replayed = 0, i;
 
@@ -530,12 +506,10 @@ START_TEST(idempotent_replay_and_single_flight)
 	cJSON_Delete(a);
 	cJSON_Delete(b);
 	/* Two at once with the same id: one upstream call, both answered. */
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < 2; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"refund\",\"request_id\":\"same-2\"}";
-	}
-	ck_assert_int_eq(http_do_many(2, "POST", urls, bodies, NULL, 5000, rs), 0);
+	ck_assert_int_eq(itd_call_many(&T, "intent",
+				       "{\"input\":\"refund\",\"request_id\":\"same-2\"}", 2, 5000,
+				       rs),
+			 0);
 	for (i = 0; i < 2; i++) {
 		a = itd_json(&rs[i]);
 		ck_assert_int_eq(rs[i].status, 200);

@@ -387,19 +387,14 @@ start(enum srv s, const char *extra)
 static void
 calls_at_once(int n)
 {
-	const char *urls[NCALLS], *bodies[NCALLS];
 	struct http_resp rs[NCALLS];
-	char url[128];
 	cJSON *o;
 	int i;
 
 	ck_assert_int_le(n, NCALLS);
-	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	for (i = 0; i < n; i++) {
-		urls[i] = url;
-		bodies[i] = "{\"input\":\"I want my money back\"}";
-	}
-	ck_assert_int_eq(http_do_many(n, "POST", urls, bodies, NULL, 10000, rs), 0);
+	ck_assert_int_eq(
+		itd_call_many(&T, "intent", "{\"input\":\"I want my money back\"}", n, 10000, rs),
+		0);
 	for (i = 0; i < n; i++) {
 		ck_assert_msg(rs[i].status == 200, "call %d: %ld %s", i, rs[i].status, rs[i].body);
 		o = itd_json(&rs[i]);
@@ -412,6 +407,22 @@ calls_at_once(int n)
 		cJSON_Delete(o);
 		http_resp_free(&rs[i]);
 	}
+}
+
+/*
+ * A round: k calls at once; then nginx's log must come to total lines, of
+ * which hits[from..total-1] came to server s over proto. Returns total.
+ */
+static int
+round_logged(struct hit *hits, int k, int total, int from, enum srv s, const char *proto)
+{
+	int n;
+
+	calls_at_once(k);
+	n = wait_hits(hits, total);
+	ck_assert_int_eq(n, total);
+	assert_hits(hits, from, n, s, proto);
+	return n;
 }
 
 /*
@@ -447,10 +458,7 @@ START_TEST(h2_over_tls_calls_share_a_few_connections)
 	int n;
 
 	start(SRV_TLS, "\"http_version\":\"2\"");
-	calls_at_once(NCALLS);
-	n = wait_hits(hits, NCALLS);
-	ck_assert_int_eq(n, NCALLS);
-	assert_hits(hits, 0, n, SRV_TLS, "HTTP/2.0");
+	n = round_logged(hits, NCALLS, NCALLS, 0, SRV_TLS, "HTTP/2.0");
 	/* 50 attempts in flight together (each waits 0.3 s at nginx): with
 	 * HTTP/1.1 that is 50 connections; as h2 streams they share one
 	 * (PIPEWAIT: they wait for the first connection to come up) */
@@ -467,10 +475,7 @@ START_TEST(https_default_stays_http11)
 	int n;
 
 	start(SRV_TLS, NULL);
-	calls_at_once(10);
-	n = wait_hits(hits, 10);
-	ck_assert_int_eq(n, 10);
-	assert_hits(hits, 0, n, SRV_TLS, "HTTP/1.1");
+	n = round_logged(hits, 10, 10, 0, SRV_TLS, "HTTP/1.1");
 	ck_assert_int_eq(distinct_conns(hits, 0, n), 10);
 	assert_log_matches_attempts(hits, n);
 }
@@ -489,10 +494,7 @@ START_TEST(h2c_prior_knowledge_speaks_http2)
 	start(SRV_H2C, "\"http_version\":\"2\"");
 	calls_at_once(20);
 	ck_assert_int_eq(wait_hits(hits, 20), 20);
-	calls_at_once(20);
-	n = wait_hits(hits, 40);
-	ck_assert_int_eq(n, 40);
-	assert_hits(hits, 0, n, SRV_H2C, "HTTP/2.0");
+	n = round_logged(hits, 20, 40, 0, SRV_H2C, "HTTP/2.0");
 	if (h2c_reuse_works())
 		ck_assert_int_le(distinct_conns(hits, 0, n), 5);
 	else
@@ -507,10 +509,7 @@ START_TEST(http11_backend_speaks_http11)
 	int n;
 
 	start(SRV_H1, "\"http_version\":\"1.1\"");
-	calls_at_once(NCALLS);
-	n = wait_hits(hits, NCALLS);
-	ck_assert_int_eq(n, NCALLS);
-	assert_hits(hits, 0, n, SRV_H1, "HTTP/1.1");
+	n = round_logged(hits, NCALLS, NCALLS, 0, SRV_H1, "HTTP/1.1");
 	/* the contrast: one connection per attempt in flight */
 	ck_assert_msg(distinct_conns(hits, 0, n) > NCALLS / 2,
 		      "%d connections for %d concurrent calls", distinct_conns(hits, 0, n), n);
@@ -527,19 +526,14 @@ START_TEST(reload_switches_the_http_version)
 	int n;
 
 	start(SRV_TLS, "\"http_version\":\"1.1\"");
-	calls_at_once(5);
-	ck_assert_int_eq(wait_hits(hits, 5), 5);
-	assert_hits(hits, 0, 5, SRV_TLS, "HTTP/1.1");
+	round_logged(hits, 5, 5, 0, SRV_TLS, "HTTP/1.1");
 	text = config(SRV_TLS, "\"http_version\":\"2\"");
 	ck_assert_int_eq(itd_write_config(&T, text), 0);
 	free(text);
 	ck_assert_int_eq(itd_req(&T, "POST", "/v1/reload", NULL, "op-token", 5000, &r), 0);
 	ck_assert_msg(r.status == 200, "reload: %ld %s", r.status, r.body);
 	http_resp_free(&r);
-	calls_at_once(20);
-	n = wait_hits(hits, 25);
-	ck_assert_int_eq(n, 25);
-	assert_hits(hits, 5, n, SRV_TLS, "HTTP/2.0");
+	n = round_logged(hits, 20, 25, 5, SRV_TLS, "HTTP/2.0");
 	ck_assert_int_le(distinct_conns(hits, 5, n), 5);
 	assert_log_matches_attempts(hits, n);
 }
