@@ -497,9 +497,16 @@ else:
         end = rows[-1][0]
         post = [r for r in rows if r[0] >= max(140, end // 4)]
         slope = (post[-1][1] - post[0][1]) / max(1, (post[-1][0] - post[0][0]) / 60)
+        short = int(read("soak.minutes", "0").strip() or 0) < 30
         w("- trend after warm-up: %+.0f kB/min; if it held, a 30-minute run would end at %+.0f %% of"
-          " the baseline (the bound is +10 %%) — the 30-minute run decides whether it levels off"
-          % (slope, 100 * slope * (30 - post[0][0] / 60) / post[0][1]))
+          " the baseline (the bound is +10 %%)%s"
+          % (slope, 100 * slope * (30 - post[0][0] / 60) / post[0][1],
+             " — the 30-minute run decides whether it levels off" if short else ""))
+        mb_min = rows[-1][4] / 1048576 / max(1, end / 60)
+        w("- DB: grows with the log rows (%.1f MB/min at this rate, ~%.1f GB a day); retention"
+          " (`log.retention_days`, whole days, pruned hourly in small batches by the writer) bounds"
+          " it at that many days of rows, which a run of minutes cannot reach: pruning is tested by"
+          " test_store (prune_old_only, > 2 prune steps) instead" % (mb_min, mb_min * 1440 / 1024))
     except (ValueError, IndexError):
         pass
     w("")
