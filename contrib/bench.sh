@@ -209,58 +209,64 @@ read, routed, answered from the rules or sent upstream, and written in
 turns of one thread, with no hand-over between threads; the SQLite writer
 (nice 10) is the only other busy thread. All runtime state (breakers,
 bulkheads, health, levels, the idempotency table) lives on that thread
-unlocked. The figures above follow from that design on this 2-core VM:
+unlocked. Against the previous round (three threads, a hand-over each way
+per call), on this machine: added latency at c=1 160 -> ~85-110 us (met
+in some runs, not all), fallback p50 ~80 -> ~36 us (that of nginx),
+fallback CPU ~100 -> ~55-70 us per call, c=64 throughput ~5.7-10 k ->
+~10 k calls/s (the loop is saturated either way), 10,000 waiting calls
+all answered by the model (over HTTP/2, see below), the daemon's own
+clock within the deadline under a burst of 1,000. What is still missed:
 
 - **Throughput at c=64 and CPU per call.** The loop runs one full core at
-  ~10 k calls/s against nginx (the same-run nginx alone: ~55-65 k/s), so
-  the ratio is ~0.15-0.2x, not 0.35x. The target needs ~20 k calls/s,
-  i.e. two cores' worth of daemon at ~80 us per call; one loop cannot
-  use the second core (wrk and nginx share it). The profile above: about
-  a quarter of the daemon's samples are the hypervisor's interrupt
-  return (`pvm_irq_enable`, i.e. syscalls and loopback softirqs: ~9
-  syscalls per call on the engine: epoll_wait, recv x3, send x2,
-  epoll_ctl ~2, libcurl's liveness poll() x2), the SQLite writer ~25-30 %
-  (inserts into calls + attempts with their indexes), the rest user
-  space: libcurl's per-transfer setup (easy handle, URL parse), cJSON
-  parsing of the request and of the upstream reply, validation. Done in
-  this round: answer and request bodies printed without cJSON's
-  sprintf+sscanf per number (`json_print`, -28 k instructions of ~360 k),
-  the result printed once, no thread hop, the writer niced. Next: shard
-  the engine (one loop per core with SO_REUSEPORT, the breaker and
-  bulkhead counts shared through atomics) — the only way to the 0.35x
-  ratio; then pool curl easy handles per backend and batch epoll_ctl.
-- **Added latency at c=1** is the loop's syscalls and wake-ups on a VM
-  where each costs microseconds (the p50 moved from ~160 to ~100-120 us
-  with the hop gone; see the overhead table for this run).
-- **Fallback p99 at c=1**: the p50 is now that of nginx (~35-40 us); the
-  p99 is the machine's: the same-run nginx p99 is 0.7-1.5 ms on this
-  shared VM, and a call through the daemon is exposed to the same
-  preemptions for about three times as long. 200 us is met on the
-  rule engine itself (~1-4 us per input); end to end it needs a quiet
-  or pinned core.
-- **Deadline under a burst.** On the daemon's own clock the burst meets
-  the target since the crowd reserve (calls whose deadlines fall within
-  10 ms of each other spread their cuts ahead of the deadline by the
-  measured cost of one answer, `budget_crowd_*`). On the client's clock
-  the burst is late by the time the loop needs to accept and read 1,000
-  requests (~100 us each: ~100 ms for the last one): a budget can only
-  start when the daemon has read the request. Paced calls meet the
-  target on both clocks.
-- **10,000 waiting calls.** Over HTTP/1.1 they need 20,040 descriptors
-  and this machine's hard limit is 20,000 (root lacks CAP_SYS_RESOURCE):
-  that level runs over HTTP/2 (`http_version` "2": ~100 upstream
-  connections). All answered by the model, threads constant; RSS is
-  ~35 KB per waiting call (MHD connection pool 16 KiB, partly touched;
-  libcurl easy handle + buffers ~10 KB; call, attempt, request ~4 KB):
-  ~380 MB at 10,000, over the 150 MB target. An 8 KiB MHD pool saves
-  ~3.5 KB per call (measured at 3,000: 125 -> 115 MB) but MHD then
-  closes connections whose headers exceed ~7.5 KB without an answer;
-  not taken. Late calls at 10,000 (some runs) are again the accept/read
-  queue of one loop, not the upstream path.
+  ~10 k calls/s against nginx (the same-run nginx alone: ~55-78 k/s), so
+  the ratio is ~0.16x, not 0.35x. The target needs ~20 k calls/s, i.e.
+  two cores' worth of daemon at ~80 us per call; one loop cannot use the
+  second core (wrk and nginx share it). From the profile above: about a
+  quarter of the daemon's samples are the hypervisor's interrupt return
+  (`pvm_irq_enable`: syscalls and loopback softirqs; ~9 syscalls per call
+  on the engine: epoll_wait, recv x3, send x2, epoll_ctl ~2, libcurl's
+  liveness poll() x2), the SQLite writer ~25-30 % (inserts into calls and
+  attempts with their indexes), the rest user space: libcurl's
+  per-transfer setup (easy handle, URL parse), cJSON parsing of the
+  request and of the upstream reply, validation. Done in this round:
+  bodies printed without cJSON's sprintf+sscanf per number
+  (`json_print`), the result printed once, no thread hop, the writer
+  niced. Next: shard the engine (one loop per core with SO_REUSEPORT,
+  breaker and bulkhead counts shared through atomics) -- the only way to
+  0.35x here; then pool curl easy handles per backend.
+- **Fallback p99 at c=1**: the p50 is that of nginx; the p99 (0.2-2.3 ms
+  across the repetitions above, median 0.4 ms) follows the machine: the
+  same-run nginx p99 moves between 0.1 and 0.35 ms, and a call through
+  the daemon is exposed to the same preemptions about twice as long
+  (plus the writer's commits on the other core). The rule engine itself
+  is 1-4 us per input; the 200 us p99 end to end needs a quiet or pinned
+  core.
+- **Deadline under a burst, caller's clock.** On the daemon's own clock
+  the burst meets the target since the crowd reserve (calls whose
+  deadlines fall within 10 ms of each other spread their cuts ahead of
+  the deadline by the measured cost of one answer, `budget_crowd_*`;
+  docs/ENGINE-NOTES.md). On the caller's clock the burst is late by the
+  time the loop needs to accept and read 1,000 requests (~100 us each:
+  ~100 ms for the last): a budget can only start when the daemon has read
+  the request. Paced calls meet the target on both clocks.
+- **10,000 waiting calls: RSS.** Over HTTP/1.1 they need 20,040
+  descriptors and this machine's hard limit is 20,000 (root lacks
+  CAP_SYS_RESOURCE): that level runs over HTTP/2 (`http_version` "2":
+  ~120 upstream connections). All answered by the model, none late,
+  threads constant; RSS is ~37 KB per waiting call (MHD connection pool
+  16 KiB, partly touched; libcurl easy handle and buffers ~10 KB; call,
+  attempt, request ~4 KB): ~385 MB at 10,000, over the 150 MB target. An
+  8 KiB MHD pool saves ~3.5 KB per call (measured at 3,000: 125 -> 115
+  MB) but MHD then closes connections whose headers exceed ~7.5 KB
+  without an answer; not taken. Reaching 150 MB needs ~13 KB per call:
+  no MHD connection and no libcurl handle per waiting call (a leaner
+  HTTP front, or h2 from callers too).
 
-Met: the rule engine (1-4 us per input of 200 characters with 100
-rules), the SQLite writer (bench_store ~0.2-0.3 M rows/s; bench_lograte
-loses no row far above 20 k calls/s), the console (< 1 % of a core with
-200 routes and 200 backends).
+Met: added latency at c=1 (in this run), 10,000 waiting calls answered
+by the model with constant threads, deadline precision paced (both
+clocks) and burst (daemon clock), the rule engine (1-4 us per input of
+200 characters with 100 rules), the SQLite writer (bench_store
+~0.2-0.3 M rows/s; bench_lograte loses no row far above 20 k calls/s),
+the console (< 3 % of a core with 200 routes and 200 backends).
 ANALYSIS_END
 ANALYSIS
