@@ -8,6 +8,9 @@
 #       regenerates tests/reliability/RESULTS.md. Exit status 1 when a test
 #       or valgrind failed (RESULTS.md is written anyway).
 #
+#   contrib/reliability.sh report [BUILD_DIR]
+#       only regenerates RESULTS.md from the logs of the last runs.
+#
 #   contrib/reliability.sh soak MINUTES [BUILD_DIR]
 #       bench, not CI: fusebox-mockllm with a looping outage timeline
 #       (healthy, hang, 5xx storm, resets mid-body), fuseboxd, and
@@ -31,7 +34,10 @@ die() { printf 'reliability: %s\n' "$*" >&2; exit 2; }
 
 mode=tests
 minutes=0
-if [ "${1:-}" = soak ]; then
+if [ "${1:-}" = report ]; then
+	mode=report
+	build=${2:-build}
+elif [ "${1:-}" = soak ]; then
 	mode=soak
 	minutes=${2:-}
 	if ! [[ "$minutes" =~ ^[0-9]+$ ]] || [ "$minutes" -lt 1 ]; then
@@ -332,9 +338,11 @@ else:
     w("429 storms with a Retry-After that does not fit (falls at once) and one that fits (waits 1 s);")
     w("invalid JSON; `text/html`; a 50 MB body against `max_response_bytes` 1 MiB (the daemon's peak RSS")
     w("must grow < 40 MB); malformed chunked encoding from a raw socket server.")
-    net = [l for l in flog.splitlines() if l.startswith("netem") or "SKIP netem" in l]
+    net = [l for l in flog.splitlines()
+           if l.startswith("netem") or l.startswith("no sch_netem") or "SKIP netem" in l]
     w("")
-    w("Real network (namespace + veth 10.203.X.0/30 + netem): " + (" / ".join(net) if net else "_no output_"))
+    w("Real network (namespace + veth 10.203.X.0/30 + netem, or where the kernel lacks sch_netem tbf"
+      " + nftables random drop): " + (" / ".join(net) if net else "_no output_"))
     w("")
     w("Result: **%d checks, %d failures, %d errors**." % s)
     for f in fails(flog):
@@ -536,6 +544,11 @@ tree_rev() {
 
 # ---- main ----
 
+if [ "$mode" = report ]; then
+	results_md
+	log "wrote $results (from the logs of the last runs)"
+	exit 0
+fi
 build_targets
 if [ "$mode" = soak ]; then
 	rc=0
