@@ -63,7 +63,7 @@ declare -A SOURCES=(
 	[chat_body]=$DAEMON_ALL
 	[retry_after]="daemon/retry.c daemon/rng.c daemon/outcome.c daemon/util.c"
 	[tokens]="daemon/tokens.c daemon/util.c"
-	[upstream_reply]="daemon/upstream.c daemon/budget.c daemon/util.c"
+	[upstream_reply]="daemon/upstream.c daemon/budget.c daemon/jsonutil.c daemon/util.c"
 )
 declare -A PACKAGES=(
 	[validate]="libcjson"
