@@ -328,12 +328,17 @@ engine_http_due(struct engine *e, int ready, int64_t now_us)
 	return 1;
 }
 
-/* After http_run(): when MHD wants to run again without I/O. */
+/* One pass of MHD when due; then note when it wants the next without I/O. */
 static void
-engine_http_ran(struct engine *e)
+engine_http_pass(struct engine *e, int *ready, int64_t now_us)
 {
-	int64_t to = http_timeout_ms(e->srv);
+	int64_t to;
 
+	if (e->srv == NULL || !engine_http_due(e, *ready, now_us))
+		return;
+	*ready = 0;
+	http_run(e->srv);
+	to = http_timeout_ms(e->srv);
 	e->http_due_us = to < 0 ? INT64_MAX : clock_mono_us() + MIN(to, 3600 * 1000) * 1000;
 }
 
@@ -368,11 +373,7 @@ engine_main(void *arg)
 		timerheap_run(&e->timers, now);
 		run_tasks(e);
 		check_multi_info(e);
-		if (e->srv && engine_http_due(e, http_ready, now)) {
-			http_ready = 0;
-			http_run(e->srv);
-			engine_http_ran(e);
-		}
+		engine_http_pass(e, &http_ready, now);
 		call_reap(e);
 		if (engine_drained(e, now)) {
 			e->stop_now = 1;
@@ -419,11 +420,7 @@ engine_main(void *arg)
 		}
 		check_multi_info(e);
 		/* Answers made by this turn's transfers and timers leave now. */
-		if (e->srv && engine_http_due(e, http_ready, clock_mono_us())) {
-			http_ready = 0;
-			http_run(e->srv);
-			engine_http_ran(e);
-		}
+		engine_http_pass(e, &http_ready, clock_mono_us());
 	}
 	return NULL;
 }
@@ -529,7 +526,7 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	e->started_wall_ms = clock_wall_ms();
 	e->idem = idem_new(200000);
 	e->crowd = xmalloc(sizeof *e->crowd);
-	/* 50 us per cut-and-answer until measured (the bench machine: 15-30) */
+	/* 50 us per cut-and-answer until the first cuts are measured */
 	budget_crowd_init(e->crowd, 50000);
 
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);

@@ -754,7 +754,9 @@ http_quiesce(struct http_server *s)
 	if (s && s->mhd) {
 		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
 
-		(void)fd;
+		/* External mode: the listen socket is ours to close now. */
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
 	}
 }
 
