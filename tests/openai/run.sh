@@ -26,15 +26,18 @@ if [ ! -d "$sdk/node_modules/openai" ]; then
 fi
 cp "$src/tests/openai/sdk_test.mjs" "$sdk/"
 
-# start a child, wait for its "listening on 127.0.0.1:PORT" line
-start() { # name fifo cmd...
+# start a child, wait for its "listening on 127.0.0.1:PORT" line, PORT into
+# the variable VAR. Not in a $(...) subshell: the pid must reach pids[]
+# of this shell, or cleanup cannot stop the child.
+start() { # name VAR cmd...
 	local name=$1 out=$work/$1.out
-	shift
+	local -n _port=$2
+	shift 2
 	"$@" >"$out" 2>"$work/$name.err" &
 	pids+=($!)
 	for _ in $(seq 1 100); do
 		if grep -q '^listening on ' "$out" 2>/dev/null; then
-			sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -1
+			_port=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out" | head -1)
 			return 0
 		fi
 		sleep 0.1
@@ -44,7 +47,7 @@ start() { # name fifo cmd...
 	return 1
 }
 
-mport=$(start mock "$build/contrib/fusebox-mockllm" --listen 127.0.0.1:0 --quiet)
+start mock mport "$build/contrib/fusebox-mockllm" --listen 127.0.0.1:0 --quiet
 cat >"$work/fusebox.json" <<CFG
 {"listen": "127.0.0.1:0", "database": "fusebox.db", "tokens_file": "tokens",
  "backends": [{"name": "primary", "url": "http://127.0.0.1:$mport/b/primary/v1/chat/completions",
@@ -54,6 +57,6 @@ cat >"$work/fusebox.json" <<CFG
              "retry": {"max_retries": 0},
              "rules": {"match": [{"any": ["refund"], "result": {"intent": "refund"}}]}}]}
 CFG
-dport=$(start daemon "$build/daemon/fuseboxd" -c "$work/fusebox.json")
+start daemon dport "$build/daemon/fuseboxd" -c "$work/fusebox.json"
 cd "$sdk"
 FB_URL="http://127.0.0.1:$dport" MOCK_URL="http://127.0.0.1:$mport" node sdk_test.mjs
