@@ -318,3 +318,15 @@ itd_count(struct itd *t, const char *sql_tail)
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", sql_tail);
 	return db_scalar_int(t->db, sql);
 }
+
+void
+itd_add_test(Suite *s, const char *name, const TTest *t, SFun setup, SFun teardown,
+	     double timeout_s)
+{
+	TCase *tc = tcase_create(name);
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, timeout_s);
+	tcase_add_test(tc, t);
+	suite_add_tcase(s, tc);
+}

@@ -7,6 +7,7 @@
  * ("view-token") and a caller ("call-token") is written beside it (0600).
  * The itd_expect* helpers assert with Check: call them from a test only.
  */
+#include <check.h>
 #include <pthread.h>
 
 #include <cjson/cJSON.h>
@@ -87,3 +88,11 @@ double itd_num(const cJSON *o, const char *key);
 void itd_settle(void);
 /* Count rows: SELECT count(*) FROM <sql_tail>. */
 long long itd_count(struct itd *t, const char *sql_tail);
+/*
+ * Add test t to suite s in a test case of its own (named after it) with
+ * the fixture setup/teardown (either may be NULL) and a timeout.
+ */
+void itd_add_test(Suite *s, const char *name, const TTest *t, SFun setup, SFun teardown,
+		  double timeout_s);
+#define ITD_ADD_TEST(s, t, setup, teardown, timeout_s) \
+	itd_add_test((s), #t, (t), (setup), (teardown), (timeout_s))

@@ -276,14 +276,8 @@ static Suite *
 chat_suite(void)
 {
 	Suite *s = suite_create("chat");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, setup, teardown);                                            \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, setup, teardown, 60)
 	ADD(plain_completion_passes_messages_through);
 	ADD(plain_degraded_is_still_a_completion);
 	ADD(unknown_model_is_openai_404);

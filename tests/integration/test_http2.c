@@ -602,14 +602,8 @@ static Suite *
 http2_suite(void)
 {
 	Suite *s = suite_create("http2");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 	ADD(h2_over_tls_calls_share_a_few_connections);
 	ADD(https_default_stays_http11);
 	ADD(h2c_prior_knowledge_speaks_http2);

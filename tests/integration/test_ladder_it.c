@@ -435,14 +435,8 @@ static Suite *
 ladder_suite(void)
 {
 	Suite *s = suite_create("ladder");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 	ADD(primary_down_backup_answers);
 	ADD(both_down_rules_answer);
 	ADD(no_rule_then_cache_then_preset);

@@ -440,14 +440,8 @@ static Suite *
 overload_suite(void)
 {
 	Suite *s = suite_create("overload");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 120);                                                                \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 120)
 	ADD(bulkheads_shed_excess_fast_and_resources_stay_flat);
 	ADD(max_inflight_answers_429_at_once);
 	ADD(recovers_when_the_upstream_heals);

@@ -191,14 +191,8 @@ static Suite *
 reload_suite(void)
 {
 	Suite *s = suite_create("reload");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 	ADD(reload_applies_changes_and_keeps_breakers);
 	ADD(bad_reload_keeps_the_running_config);
 	ADD(sighup_reloads);

@@ -232,14 +232,8 @@ static Suite *
 routing_suite(void)
 {
 	Suite *s = suite_create("routing");
-	TCase *tc;
 
-#define ADD(t)                                                                                     \
-	tc = tcase_create(#t);                                                                     \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 90);                                                                 \
-	tcase_add_test(tc, t);                                                                     \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 90)
 	ADD(weighted_split_within_five_points);
 	ADD(canary_guard_rolls_back_a_failing_canary);
 	ADD(dynamic_timeout_follows_latency_and_input);
