@@ -330,3 +330,11 @@ itd_add_test(Suite *s, const char *name, const TTest *t, SFun setup, SFun teardo
 	tcase_add_test(tc, t);
 	suite_add_tcase(s, tc);
 }
+
+int
+itd_sanitized(void)
+{
+	const char *v = getenv("FB_SANITIZED");
+
+	return v != NULL && strcmp(v, "1") == 0;
+}

@@ -672,12 +672,7 @@ call_suite(void)
 	Suite *s = suite_create("call");
 	TCase *tc;
 
-#define ADD(name)                                                                                 \
-	tc = tcase_create(#name);                                                                  \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, name);                                                                  \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 
 	ADD(fast_path_normal_answer);
 	ADD(fast_path_hang_degrades_at_budget_not_twice);

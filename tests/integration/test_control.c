@@ -992,14 +992,8 @@ static Suite *
 control_suite(void)
 {
 	Suite *s = suite_create("control");
-	TCase *tc;
 
-#define ADD(name)                                                                                 \
-	tc = tcase_create(#name);                                                                  \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, name);                                                                  \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 
 	ADD(state_has_every_field);
 	ADD(state_traffic_figures_from_rows);

@@ -46,19 +46,11 @@
 
 static struct itd T;
 
-static int
-sanitized(void)
-{
-	const char *v = getenv("FB_SANITIZED");
-
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
 /* A call answered this long before the kill must have its calls row. */
 static int
 loss_window_ms(void)
 {
-	return sanitized() ? 1000 : 250;
+	return itd_sanitized() ? 1000 : 250;
 }
 
 static uint64_t rng_state;
@@ -542,7 +534,7 @@ count_where(const char *fmt, const char *arg)
 static void
 wait_jobs_done(void)
 {
-	int64_t end = harness_now_ms() + (sanitized() ? 30000 : 15000);
+	int64_t end = harness_now_ms() + (itd_sanitized() ? 30000 : 15000);
 	long long left;
 
 	do {

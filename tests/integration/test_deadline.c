@@ -26,9 +26,7 @@ static const char *config =
 static int
 sanitizer_slack(int ms)
 {
-	const char *v = getenv("FB_SANITIZED");
-
-	return v && strcmp(v, "1") == 0 ? ms : 0;
+	return itd_sanitized() ? ms : 0;
 }
 
 static void

@@ -56,14 +56,6 @@
 
 static struct itd T;
 
-static int
-sanitized(void)
-{
-	const char *v = getenv("FB_SANITIZED");
-
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
 static void
 teardown(void)
 {
@@ -467,7 +459,7 @@ START_TEST(fault_matrix)
 			 0);
 	hwm_after = proc_status_kb(T.d.pid, "VmHWM");
 
-	slack = 30 + (sanitized() ? 50 : 0);
+	slack = 30 + (itd_sanitized() ? 50 : 0);
 	for (i = 0; i < f->ncalls; i++) {
 		cJSON *o = itd_json(&rs[i]);
 		double el = itd_num(o, "elapsed_ms");
@@ -501,13 +493,13 @@ START_TEST(fault_matrix)
 		"faults %-32s %2d calls, budget %4d ms: daemon %4.0f..%4.0f ms, client worst %6.1f ms, "
 		"%d attempts\n",
 		f->name, f->ncalls, f->budget_ms, best_daemon, worst_daemon, worst, sum_attempts);
-	ck_assert_msg(worst_daemon <= f->budget_ms + 10 + (sanitized() ? 15 : 0),
+	ck_assert_msg(worst_daemon <= f->budget_ms + 10 + (itd_sanitized() ? 15 : 0),
 		      "%s: the daemon answered after %.0f ms (budget %d)", f->name, worst_daemon,
 		      f->budget_ms);
 	ck_assert_msg(worst <= f->budget_ms + slack, "%s: slowest answer %.1f ms > %d + %d",
 		      f->name, worst, f->budget_ms, slack);
 	if (f->fast_ms > 0 && (f->up != UP_DNS || isolated))
-		ck_assert_msg(worst_daemon <= f->fast_ms * (sanitized() ? 3 : 1),
+		ck_assert_msg(worst_daemon <= f->fast_ms * (itd_sanitized() ? 3 : 1),
 			      "%s: want answers within %d ms, slowest %.0f", f->name, f->fast_ms,
 			      worst_daemon);
 	if (f->min_ms > 0)
@@ -760,7 +752,7 @@ netns_calls(int n, int conc, int budget_ms, struct netrun *nr)
 	const char *urls[16], *bodies[16];
 	struct http_resp rs[16];
 	char where[128], body[128];
-	int done, i, k, slack = 40 + (sanitized() ? 50 : 0);
+	int done, i, k, slack = 40 + (itd_sanitized() ? 50 : 0);
 
 	ck_assert_int_le(conc, 16);
 	memset(nr, 0, sizeof *nr);
@@ -794,7 +786,7 @@ netns_calls(int n, int conc, int budget_ms, struct netrun *nr)
 			http_resp_free(&rs[i]);
 		}
 	}
-	ck_assert_msg(nr->worst_daemon <= budget_ms + 10 + (sanitized() ? 15 : 0),
+	ck_assert_msg(nr->worst_daemon <= budget_ms + 10 + (itd_sanitized() ? 15 : 0),
 		      "the daemon answered after %.0f ms (budget %d)", nr->worst_daemon, budget_ms);
 	ck_assert_msg(nr->worst <= budget_ms + slack, "slowest answer %.1f ms > %d + %d", nr->worst,
 		      budget_ms, slack);

@@ -31,14 +31,6 @@
 
 static struct itd T;
 
-static int
-sanitized(void)
-{
-	const char *v = getenv("FB_SANITIZED");
-
-	return v != NULL && strcmp(v, "1") == 0;
-}
-
 static void
 teardown(void)
 {
@@ -221,11 +213,11 @@ shed_round(struct round_stats *rs, int warm)
 		memcpy(all_shed + nall_shed, shed_ms, sizeof shed_ms[0] * (size_t)rs->shed);
 		nall_shed += rs->shed;
 	}
-	ck_assert_msg(rs->admitted_worst <= BUDGET + 10 + (sanitized() ? 15 : 0) + (warm ? 0 : 100),
+	ck_assert_msg(rs->admitted_worst <= BUDGET + 10 + (itd_sanitized() ? 15 : 0) + (warm ? 0 : 100),
 		      "an admitted call answered after %.0f ms", rs->admitted_worst);
 	/* The caller's clock also holds connecting 200 sockets through
 	 * the engine thread and this (deprioritised) thread's own scheduling. */
-	ck_assert_msg(rs->client_worst <= BUDGET + 150 + (sanitized() ? 150 : 0),
+	ck_assert_msg(rs->client_worst <= BUDGET + 150 + (itd_sanitized() ? 150 : 0),
 		      "a caller waited %.1f ms", rs->client_worst);
 	/* the bulkheads held: never more than max_concurrent at the upstream */
 	ck_assert_int_eq(mock_stat("primary", "max_inflight"), 10);
@@ -289,9 +281,9 @@ START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 	/* ASan/UBSan make each call 3-10x dearer: the burst's queue is that
 	 * much longer; the sanitizer run is about memory, these bounds only
 	 * catch a shed path that blocks. */
-	ck_assert_msg(all_shed[nall_shed * 95 / 100] <= (sanitized() ? 100 : 5), "shed p95 %.0f ms",
+	ck_assert_msg(all_shed[nall_shed * 95 / 100] <= (itd_sanitized() ? 100 : 5), "shed p95 %.0f ms",
 		      all_shed[nall_shed * 95 / 100]);
-	ck_assert_msg(all_shed[nall_shed - 1] <= (sanitized() ? 500 : 50), "a shed call took %.0f ms",
+	ck_assert_msg(all_shed[nall_shed - 1] <= (itd_sanitized() ? 500 : 50), "a shed call took %.0f ms",
 		      all_shed[nall_shed - 1]);
 	/*
 	 * RSS. Until the DB outgrows the writer's SQLite page cache (2000 KiB;
@@ -302,7 +294,7 @@ START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 	 * it. Under ASan freed blocks sit in the quarantine (up to 256 MiB): a
 	 * loose bound only; LSan at exit catches leaks there.
 	 */
-	bound = sanitized() ? 64 * 1024 : 384;
+	bound = itd_sanitized() ? 64 * 1024 : 384;
 	fprintf(stderr,
 		"overload: RSS %lld kB after round 1, %lld kB after round %d, worst %lld kB after "
 		"rounds %d-%d (+%lld kB, bound +%lld kB); threads %d throughout\n",
@@ -354,7 +346,7 @@ START_TEST(max_inflight_answers_429_at_once)
 			cJSON *o = itd_json(&out[i]);
 
 			ck_assert_int_eq(out[i].status, 200);
-			ck_assert_msg(itd_num(o, "elapsed_ms") <= BUDGET + 10 + (sanitized() ? 15 : 0),
+			ck_assert_msg(itd_num(o, "elapsed_ms") <= BUDGET + 10 + (itd_sanitized() ? 15 : 0),
 				      "admitted call took %.0f ms", itd_num(o, "elapsed_ms"));
 			cJSON_Delete(o);
 			n200++;
@@ -366,7 +358,7 @@ START_TEST(max_inflight_answers_429_at_once)
 		CAP, N, n200, n429, worst429);
 	ck_assert_int_eq(n200, CAP);
 	ck_assert_int_eq(n429, N - CAP);
-	ck_assert_msg(worst429 <= (sanitized() ? 300 : 100), "a 429 took %.1f ms", worst429);
+	ck_assert_msg(worst429 <= (itd_sanitized() ? 300 : 100), "a 429 took %.1f ms", worst429);
 	ck_assert_int_eq(mock_stat("primary", "requests"), CAP);
 }
 END_TEST
@@ -401,7 +393,7 @@ START_TEST(recovers_when_the_upstream_heals)
 	ck_assert_int_eq(itd_call(&T, "intent", "{\"input\":\"x\"}", 5000, &r), 0);
 	o = itd_json(&r);
 	ck_assert_str_eq(itd_str(o, "reason"), "breaker_open");
-	ck_assert_msg(itd_num(o, "elapsed_ms") <= (sanitized() ? 15 : 5), "%.0f ms",
+	ck_assert_msg(itd_num(o, "elapsed_ms") <= (itd_sanitized() ? 15 : 5), "%.0f ms",
 		      itd_num(o, "elapsed_ms"));
 	cJSON_Delete(o);
 	http_resp_free(&r);

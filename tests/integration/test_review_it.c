@@ -963,14 +963,8 @@ static Suite *
 review_it_suite(void)
 {
 	Suite *s = suite_create("review_it");
-	TCase *tc;
 
-#define ADD(name)                                                                                 \
-	tc = tcase_create(#name);                                                                  \
-	tcase_add_checked_fixture(tc, NULL, teardown);                                             \
-	tcase_set_timeout(tc, 60);                                                                 \
-	tcase_add_test(tc, name);                                                                  \
-	suite_add_tcase(s, tc)
+#define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 
 	ADD(low_confidence_answer_is_queued_at_once);
 	ADD(exhausted_manual_is_queued_high);
