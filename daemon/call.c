@@ -240,7 +240,7 @@ static void
 log_call_row(struct call *c)
 {
 	struct call_answer *a = &c->ans;
-	char *result = a->result ? json_print(a->result) : NULL;
+	const char *result = a->result_json;
 	const char *response = a->json;
 	const struct log_cfg *lc = &c->e->cfg->log;
 	const char *input = lc->inputs ? input_text(c) : NULL;
@@ -268,7 +268,6 @@ log_call_row(struct call *c)
 	};
 
 	store_put(c->e->store, STORE_CALL_INSERT, v, (int)ARRAY_SIZE(v));
-	free(result);
 }
 
 /* One review item (pending), committed before the caller hears "pending". 1 when queued. */
@@ -475,6 +474,7 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 	if (c->review_reason)
 		a->review = enqueue_review(c, c->review_reason, result);
 	/* Rendered once: the calls row, the HTTP answer and the job result share it. */
+	a->result_json = a->result ? json_print(a->result) : NULL;
 	a->json = call_answer_json(a, 0);
 	if (c->xcheck)
 		goto handed; /* a shadow: no calls row, no SLO, no escalation */
@@ -527,6 +527,7 @@ call_free(struct call *c)
 	cJSON_Delete(c->ans.result);
 	free(c->ans.text);
 	free((char *)c->ans.json);
+	free((char *)c->ans.result_json);
 	free(c);
 }
 
@@ -1522,10 +1523,10 @@ call_answer_json(const struct call_answer *a, int replayed)
 	cJSON_AddStringToObject(o, "request_id", a->request_id);
 	cJSON_AddStringToObject(o, "route", a->route);
 	if (a->result) {
-		/* printed once, spliced in (no copy of the tree) */
-		char *res = json_print(a->result);
+		/* printed once (call_answer()), spliced in: no copy of the tree */
+		char *res = a->result_json ? NULL : json_print(a->result);
 
-		cJSON_AddRawToObject(o, "result", res);
+		cJSON_AddRawToObject(o, "result", a->result_json ? a->result_json : res);
 		free(res);
 	} else {
 		cJSON_AddNullToObject(o, "result");

@@ -67,6 +67,7 @@ struct call_answer {
 	int64_t prompt_tokens;	/* from the upstream's usage; -1 unknown */
 	int64_t completion_tokens;
 	const char *json;	/* call_answer_json(answer, 0), rendered once (owned by the call) */
+	const char *result_json; /* result printed once, for json and the calls row (owned by the call) */
 };
 
 typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);
