@@ -75,7 +75,8 @@ typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *
 /* Start a call; done(c, answer, arg) runs exactly once, on the engine thread. */
 void call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg);
 
-/* A fresh request id ("fb-…"). New string. */
+/* A fresh request id ("fb-" + wall-clock ms + random, UUIDv7-shaped, so
+ * ids sort by time). New string. */
 char *call_gen_request_id(struct engine *e);
 
 /* The engine a call runs on. */

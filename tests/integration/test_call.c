@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "itd.h"
@@ -129,6 +130,19 @@ START_TEST(fast_path_normal_answer)
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 1);
 	ck_assert_msg(el >= 1490 && el < 1800, "elapsed %.0f", el);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "refund");
+	{
+		/* A generated request id starts with the wall clock in ms
+		 * (UUIDv7-shaped: ids sort by time, see call_gen_request_id). */
+		unsigned long long hi = 0, lo = 0;
+		struct timespec ts;
+		long long ms;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+		ck_assert_int_eq(sscanf(itd_str(o, "request_id"), "fb-%8llx-%4llx-", &hi, &lo), 2);
+		ck_assert_msg(llabs((long long)((hi << 16) | lo) - ms) < 10000, "request_id %s, now %lld",
+			      itd_str(o, "request_id"), ms);
+	}
 	cJSON_Delete(o);
 }
 END_TEST
