@@ -842,7 +842,7 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 	c->att = a;
 	b->attempts++;
 
-	h = curl_easy_init();
+	h = engine_easy_get(e);
 	a->easy = h;
 	curl_easy_setopt(h, CURLOPT_URL, b->cfg->url);
 	curl_easy_setopt(h, CURLOPT_POST, 1L);
@@ -1116,7 +1116,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 out:
 	validate_result_clear(&vr);
 	upstream_reply_clear(&reply);
-	curl_easy_cleanup(a->easy);
+	engine_easy_put(e, a->easy);
 	curl_slist_free_all(a->hdrs);
 	free(a->body);
 	buf_free(&a->resp);

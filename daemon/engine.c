@@ -12,6 +12,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -62,6 +63,49 @@ void
 engine_timer_cancel(struct engine *e, struct timer *t)
 {
 	timerheap_cancel(&e->timers, t);
+}
+
+/*
+ * Idle easy handles kept for reuse. A fresh handle costs a ~5 KB calloc,
+ * its receive buffer and their frees per attempt (with the large-chunk
+ * frees, glibc's fastbin consolidation); curl_easy_reset() keeps the
+ * buffers. The pool holds what a burst returned, up to EASY_POOL_MAX
+ * (~10 KB each); connections live in the multi handle and the h2 share,
+ * not in easy handles.
+ */
+#define EASY_POOL_MAX 128
+
+CURL *
+engine_easy_get(struct engine *e)
+{
+	CURL *h;
+
+	if (e->neasy_pool > 0)
+		return e->easy_pool[--e->neasy_pool];
+	h = curl_easy_init();
+	if (h == NULL) { /* allocation only: out of memory, as xmalloc() */
+		fprintf(stderr, "fuseboxd: out of memory (curl_easy_init)\n");
+		abort();
+	}
+	return h;
+}
+
+void
+engine_easy_put(struct engine *e, CURL *h)
+{
+	if (h == NULL)
+		return;
+	if (e->neasy_pool >= EASY_POOL_MAX) {
+		curl_easy_cleanup(h);
+		return;
+	}
+	/* curl_easy_reset() keeps a share: an h1 attempt must not inherit
+	 * the h2 pool (attempt_set_transport). */
+	curl_easy_setopt(h, CURLOPT_SHARE, (CURLSH *)NULL);
+	curl_easy_reset(h);
+	if (e->easy_pool == NULL)
+		e->easy_pool = xcalloc(EASY_POOL_MAX, sizeof *e->easy_pool);
+	e->easy_pool[e->neasy_pool++] = h;
 }
 
 int
@@ -665,6 +709,9 @@ engine_free(struct engine *e)
 	review_q_free(e->review_q);
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
+	while (e->neasy_pool > 0)
+		curl_easy_cleanup(e->easy_pool[--e->neasy_pool]);
+	free(e->easy_pool);
 	if (e->h2_share)
 		curl_share_cleanup(e->h2_share); /* after the handles that used it */
 	for (i = 0; i < e->nbackends_all; i++)

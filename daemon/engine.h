@@ -95,6 +95,8 @@ struct engine {
 	CURLM *multi;
 	CURLSH *h2_share; /* the connection pool of http_version "2" backends (call.c) */
 	int h2c_reuse;	  /* libcurl >= 8.0.0 can reuse h2 prior-knowledge connections */
+	CURL **easy_pool; /* idle easy handles, reset, for the next attempts */
+	int neasy_pool;
 	int epfd;
 	int evfd;
 	struct timerheap timers;
@@ -170,6 +172,14 @@ void engine_free(struct engine *e);
 int64_t engine_now_ms(const struct engine *e);
 int64_t engine_now_us(const struct engine *e);
 void engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us);
+
+/*
+ * libcurl easy handles for attempts, reused: engine_easy_get() gives one
+ * with default options (aborts when out of memory, as xmalloc());
+ * engine_easy_put() takes back one no multi handle holds.
+ */
+CURL *engine_easy_get(struct engine *e);
+void engine_easy_put(struct engine *e, CURL *h);
 void engine_timer_cancel(struct engine *e, struct timer *t);
 int engine_route_index(const struct engine *e, const char *name);
 /* Effective level of route i now (forced, else auto), expiring a forced level whose TTL passed. */
