@@ -374,6 +374,13 @@ handle_metrics(struct http_req *r, struct engine *e)
 	metrics_family(&m, "fusebox_log_rows_dropped_total", METRICS_COUNTER,
 		       "Log rows refused because the SQLite writer queue was full.");
 	metrics_sample(&m, "fusebox_log_rows_dropped_total", NULL, 0, (double)ss.dropped);
+	metrics_family(&m, "fusebox_log_queue_rows", METRICS_GAUGE,
+		       "Log rows waiting for the SQLite writer.");
+	metrics_sample(&m, "fusebox_log_queue_rows", NULL, 0, (double)ss.queued);
+	metrics_family(&m, "fusebox_log_writer_boosts_total", METRICS_COUNTER,
+		       "Times the idle-priority SQLite writer was raised to normal scheduling "
+		       "(backlog, a commit waited on, shutdown).");
+	metrics_sample(&m, "fusebox_log_writer_boosts_total", NULL, 0, (double)ss.boosts);
 	{
 		/* engine counters without a label */
 		const struct {

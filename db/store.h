@@ -155,6 +155,9 @@ struct store_stats {
 	uint64_t pruned;	/* rows deleted by retention */
 	uint64_t queued;	/* rows in the queue right now */
 	int prune_running;	/* a store_prune() pass is still going */
+	uint64_t boosts;	/* times the idle writer was raised (backlog, request, close) */
+	uint64_t boost_errors;	/* raising it failed (logged once) */
+	int writer_idle;	/* the writer runs SCHED_IDLE when nothing presses */
 };
 
 /*

@@ -7,6 +7,7 @@
  * directory under /tmp.
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -571,6 +572,105 @@ START_TEST(test_queue_full)
 }
 END_TEST
 
+/*
+ * The scheduling policy (field 41 of /proc/self/task/TID/stat) of the
+ * thread at nice 10 (field 19): the writer. -1 when there is none.
+ */
+static int
+writer_policy(void)
+{
+	char path[300], line[1024], *p;
+	int policy = -1, field, nice;
+	FILE *f;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d)) != NULL && policy < 0) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
+		fclose(f);
+		if (p == NULL)
+			continue;
+		nice = 0;
+		/* field 3 (state) follows ") " */
+		for (field = 3, p += 2; *p && field < 41; field++) {
+			if (field == 19)
+				nice = atoi(p);
+			p = strchr(p, ' ');
+			if (p == NULL)
+				break;
+			p++;
+		}
+		if (p != NULL && field == 41 && nice == 10)
+			policy = atoi(p);
+	}
+	closedir(d);
+	return policy;
+}
+
+static int
+wait_writer_policy(int want, int ms)
+{
+	int i, got = -1;
+
+	for (i = 0; i < ms / 5; i++) {
+		got = writer_policy();
+		if (got == want)
+			break;
+		sleep_ms(5);
+	}
+	return got;
+}
+
+/*
+ * The writer runs SCHED_IDLE (5) when it can be raised back; a caller
+ * waiting on it (flush, commit-now) and a backlog of cap/8 rows raise it
+ * to SCHED_OTHER (0); it drops back once idle again. Where the probe says
+ * it could not be raised back it stays SCHED_OTHER at nice 10.
+ */
+START_TEST(test_writer_idle_and_boost)
+{
+	struct store *st = open_store(1024);
+	struct store_stats stats;
+	struct store_val v[4] = { SVI(1), SVT("boost"), SVN, SVN };
+	uint64_t before;
+	int i;
+
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &stats);
+	if (!stats.writer_idle) {
+		ck_assert_int_eq(wait_writer_policy(0, 2000), 0);
+		store_close(st);
+		return;
+	}
+	ck_assert_int_eq(wait_writer_policy(5, 2000), 5);
+	before = stats.boosts;
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &stats);
+	ck_assert_uint_eq(stats.boosts, before + 1);
+	ck_assert_int_eq(wait_writer_policy(5, 2000), 5);
+
+	/* A backlog: cap/8 rows queued (below the 1000 rows that start a
+	 * batch, so the writer has not taken them) raise it, before anybody
+	 * waits. */
+	before = stats.boosts;
+	for (i = 0; i < 1024 / 8 + 10; i++)
+		ck_assert_int_eq(store_put(st, STORE_EVENT_INSERT, v, 4), 0);
+	store_get_stats(st, &stats);
+	ck_assert_uint_ge(stats.boosts, before + 1);
+	ck_assert_int_eq(store_flush(st), 0);
+	ck_assert_uint_eq(stats.boost_errors, 0);
+	ck_assert_int_eq(wait_writer_policy(5, 2000), 5);
+	store_close(st);
+}
+END_TEST
+
 START_TEST(test_durable_after_sigkill)
 {
 	struct store *st;
@@ -866,6 +966,7 @@ store_suite(void)
 	TC("order_async_then_commit_now", test_order_async_then_commit_now);
 	TC("async_row_error", test_async_row_error);
 	TC("queue_full", test_queue_full);
+	TC("writer_idle_and_boost", test_writer_idle_and_boost);
 	TC("durable_after_sigkill", test_durable_after_sigkill);
 	TC("close_flushes", test_close_flushes);
 	TC("prune_old_only", test_prune_old_only);

@@ -606,6 +606,8 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	assert_has(m, "fusebox_alert_firing{rule=\"service-burn-1h\",route=\"intent\"} 0\n");
 	assert_has(m, "fusebox_alert_firing{rule=\"smart-burn-3d\",route=\"intent\"} 1\n");
 	assert_has(m, "fusebox_log_rows_dropped_total 0\n");
+	assert_has(m, "# TYPE fusebox_log_queue_rows gauge\n");
+	assert_has(m, "# TYPE fusebox_log_writer_boosts_total counter\n");
 	assert_has(m, "fusebox_retry_budget_denied_total{route=\"intent\"} 0\n");
 	ck_assert_ptr_null(strstr(m, "window=\"5m\"} NaN"));
 	if (have_promtool())
