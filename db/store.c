@@ -877,17 +877,29 @@ store_prune_step(struct store *st)
 	pthread_mutex_unlock(&st->lock);
 }
 
-/* Free the rows of a finished batch and wake its requesters. Under lock. */
+/*
+ * Free the rows of a finished batch. Writer, without the lock: the slots
+ * are still taken, producers do not touch them, and a thousand free()s
+ * under the lock made store_put() on the engine wait for them (for long
+ * when the idle-priority writer lost its core meanwhile).
+ */
 static void
-store_batch_release(struct store *st, struct store_batch *b)
+store_batch_free_rows(struct store *st, struct store_batch *b)
 {
-	struct store_req *req, *next;
 	int i;
 
 	for (i = 0; i < b->nrows; i++) {
 		free(st->ring[(b->start + i) % st->cap]);
 		st->ring[(b->start + i) % st->cap] = NULL;
 	}
+}
+
+/* Hand the slots of a finished batch back and wake its requesters. Under lock. */
+static void
+store_batch_release(struct store *st, struct store_batch *b)
+{
+	struct store_req *req, *next;
+
 	st->head = (st->head + b->nrows) % st->cap;
 	st->head_seq += (uint64_t)b->nrows;
 	st->taken = 0;
@@ -990,6 +1002,7 @@ store_writer_main(void *arg)
 			store_batch_take(st, &b);
 			pthread_mutex_unlock(&st->lock);
 			store_batch_run(st, &b, &ok, &errs, &synced);
+			store_batch_free_rows(st, &b);
 			pthread_mutex_lock(&st->lock);
 			store_batch_release(st, &b);
 			if (ok > 0 || errs > 0 || synced)
