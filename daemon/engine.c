@@ -75,9 +75,6 @@ engine_timer_cancel(struct engine *e, struct timer *t)
  */
 #define EASY_POOL_MAX 128
 
-/* An epoll_wait() that blocked this long means the loop had been idle. */
-#define LOOP_IDLE_US 200
-
 CURL *
 engine_easy_get(struct engine *e)
 {
@@ -443,9 +440,6 @@ engine_main(void *arg)
 		if (e->stopping && timeout > 50)
 			timeout = 50; /* the drain polls http_active() */
 		n = epoll_wait(e->epfd, evs, (int)ARRAY_SIZE(evs), timeout);
-		/* Nothing ready, or it slept: the loop was idle (http_loop_idle). */
-		if (e->srv && (n == 0 || clock_mono_us() - now >= LOOP_IDLE_US))
-			http_loop_idle(e->srv, clock_mono_us());
 		for (i = 0; i < n; i++) {
 			int fd = evs[i].data.fd, flags = 0;
 

@@ -24,10 +24,8 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,7 +57,6 @@ struct http_server {
 	int active;	       /* requests between arrival and MHD's completion */
 	int resumed;	       /* connections resumed since the last http_run() */
 	int epfd;	       /* MHD's epoll descriptor (in the engine's set) */
-	int64_t busy_since_us; /* engine thread: the loop last had nothing to do */
 };
 
 struct http_stream {
@@ -69,37 +66,6 @@ struct http_stream {
 	int gone;	     /* MHD completed the request (client left or all sent) */
 	int suspended;	     /* the reader suspended the connection for lack of data */
 };
-
-/*
- * How long the request on conn waited in the kernel before the loop read
- * it, when the loop has been busy for more than HTTP_QUEUE_CHECK_US (a
- * burst: the loop reads requests one after the other, ~0.1 ms each, and
- * the last of a thousand would start its budget 100 ms after its caller
- * started the clock). TCP_INFO tells the time since the last data arrived
- * in jiffies (4 ms at HZ 250); the wait cannot be longer than the loop has
- * been busy (it would have read the request at once), which bounds that
- * error. One getsockopt() per request read during a busy stretch, none
- * otherwise. 0 when unknown.
- */
-#define HTTP_QUEUE_CHECK_US 2000
-
-static int64_t
-http_queued_us(struct http_server *s, struct MHD_Connection *conn, int64_t now_us)
-{
-	const union MHD_ConnectionInfo *ci;
-	struct tcp_info ti;
-	socklen_t len = sizeof ti;
-	int64_t busy = now_us - s->busy_since_us, waited;
-
-	if (s->busy_since_us == 0 || busy <= HTTP_QUEUE_CHECK_US)
-		return 0;
-	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci == NULL || getsockopt(ci->connect_fd, IPPROTO_TCP, TCP_INFO, &ti, &len) != 0 ||
-	    len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof ti.tcpi_last_data_recv)
-		return 0;
-	waited = (int64_t)ti.tcpi_last_data_recv * 1000;
-	return waited < busy ? waited : busy;
-}
 
 static const struct endpoint *const endpoint_tables[] = {
 	api_call_endpoints,
@@ -521,7 +487,6 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		if (r->state == REQ_TOO_BIG)
 			return queue_response(r);
 		r->recv_us = clock_mono_us();
-		r->recv_us -= http_queued_us(s, conn, r->recv_us);
 		MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_kv, r);
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
 		rc = endpoint_find(r, &r->ep, allow, sizeof allow);
@@ -821,12 +786,6 @@ http_pending(struct http_server *s)
 	n = s->resumed;
 	pthread_mutex_unlock(&s->lock);
 	return n;
-}
-
-void
-http_loop_idle(struct http_server *s, int64_t now_us)
-{
-	s->busy_since_us = now_us;
 }
 
 void

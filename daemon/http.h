@@ -113,12 +113,6 @@ int http_epoll_fd(const struct http_server *s);
 int http_pending(struct http_server *s);
 /* Let MHD accept, read, call handlers and write (engine thread). */
 void http_run(struct http_server *s);
-/*
- * The engine's loop had nothing to do at now_us. A request read after a
- * longer busy stretch starts its budget when the kernel received it
- * (TCP_INFO), not when the loop got to it.
- */
-void http_loop_idle(struct http_server *s, int64_t now_us);
 /* ms until MHD needs http_run() again even without I/O (0: now; -1: no need). */
 int64_t http_timeout_ms(struct http_server *s);
 void http_stop(struct http_server *s);
