@@ -957,16 +957,27 @@ store_boost(struct store *st)
 		    strerror(errno));
 }
 
-/* The writer drops back to SCHED_IDLE once nothing presses. Writer, under lock. */
+/*
+ * The writer drops back to SCHED_IDLE once nothing presses. Writer, called
+ * and returning under lock; the lock is let go for the switch, so that an
+ * idle thread never holds what store_put() waits for. A boost that came
+ * in meanwhile (its sched_setscheduler() may have run before ours) is
+ * made good at once.
+ */
 static void
 store_unboost(struct store *st)
 {
 	struct sched_param sp = { 0 };
 
-	if (st->boosted && st->reqs == NULL && !st->closing &&
-	    st->pending < st->threshold &&
-	    sched_setscheduler(0, SCHED_IDLE, &sp) == 0)
-		st->boosted = 0;
+	if (!st->boosted || st->reqs != NULL || st->closing ||
+	    st->pending >= st->threshold)
+		return;
+	st->boosted = 0;
+	pthread_mutex_unlock(&st->lock);
+	(void)sched_setscheduler(0, SCHED_IDLE, &sp);
+	pthread_mutex_lock(&st->lock);
+	if (st->boosted)
+		(void)sched_setscheduler(0, SCHED_OTHER, &sp);
 }
 
 static void *
@@ -984,9 +995,10 @@ store_writer_main(void *arg)
 	struct sched_param sp = { 0 };
 
 	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), STORE_WRITER_NICE);
+	idle = idle && sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
 	pthread_mutex_lock(&st->lock);
 	st->writer_tid = (pid_t)syscall(SYS_gettid);
-	st->idle = idle && sched_setscheduler(0, SCHED_IDLE, &sp) == 0;
+	st->idle = idle;
 	if (st->closing || st->reqs != NULL || st->pending >= st->boost_rows)
 		store_boost(st);
 	for (;;) {
