@@ -258,8 +258,14 @@ What is still missed, and why:
 - **Fallback p99 at c=1** (~0.4 ms, target 0.2): the p50 is that of nginx
   and the rule engine is 1-4 us; with no log rows at all the p99 is
   0.13-0.16 ms (measured by switching the rows off in a test build). What
-  remains is the writer running beside the loop on the other core, even
-  at SCHED_IDLE.
+  remains comes with the writer's work even at SCHED_IDLE: scheduler
+  tracepoints (perf, sched_wakeup/sched_switch, 1 s of this load) put the
+  engine thread's wake-to-run delay at p50 23 us, p99 76 us, max 540 us,
+  and the slowest cases followed the writer or the block layer's
+  high-priority kworker (nice -20) completing the writer's WAL writes and
+  checkpoint fsyncs on the engine's core: kernel work no thread policy
+  of ours can lower. Pinning the writer and the engine thread to
+  different cores would; not done (it fights the cpusets of containers).
 - **Deadline under a burst, caller's clock.** On the daemon's clock the
   crowd reserve keeps the burst within the target; on the caller's clock
   the last requests wait ~100+ ms in the kernel before the loop reads
