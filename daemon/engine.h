@@ -172,7 +172,7 @@ void engine_free(struct engine *e);
 int64_t engine_now_ms(const struct engine *e);
 int64_t engine_now_us(const struct engine *e);
 void engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us);
-
+void engine_timer_cancel(struct engine *e, struct timer *t);
 /*
  * libcurl easy handles for attempts, reused: engine_easy_get() gives one
  * with default options (aborts when out of memory, as xmalloc());
@@ -180,7 +180,6 @@ void engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us);
  */
 CURL *engine_easy_get(struct engine *e);
 void engine_easy_put(struct engine *e, CURL *h);
-void engine_timer_cancel(struct engine *e, struct timer *t);
 int engine_route_index(const struct engine *e, const char *name);
 /* Effective level of route i now (forced, else auto), expiring a forced level whose TTL passed. */
 int engine_route_level(struct engine *e, int i);
