@@ -32,14 +32,10 @@ struct cache {
 static uint32_t
 hash(const char *route, const char *key)
 {
-	uint32_t h = 2166136261u;
+	uint32_t h = str_hash(STR_HASH_SEED, route);
 
-	for (; *route; route++)
-		h = (h ^ (unsigned char)*route) * 16777619u;
-	h = (h ^ 0x1f) * 16777619u;
-	for (; *key; key++)
-		h = (h ^ (unsigned char)*key) * 16777619u;
-	return h;
+	h = (h ^ 0x1f) * 16777619u; /* a separator: ("ab","c") != ("a","bc") */
+	return str_hash(h, key);
 }
 
 char *

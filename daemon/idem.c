@@ -19,16 +19,6 @@ struct idem {
 	size_t max_bytes; /* done entries are evicted early beyond it (the calls table still answers) */
 };
 
-static uint32_t
-hash_key(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
 static char *
 make_key(const char *route, const char *request_id)
 {
@@ -62,7 +52,7 @@ entry_free(struct idem_entry *en)
 static void
 unlink_hash(struct idem *t, struct idem_entry *en)
 {
-	struct idem_entry **pp = &t->buckets[hash_key(en->key) % NBUCKETS];
+	struct idem_entry **pp = &t->buckets[str_hash(STR_HASH_SEED, en->key) % NBUCKETS];
 
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == en) {
@@ -92,7 +82,7 @@ idem_find(struct idem *t, const char *route, const char *request_id, int64_t now
 	char *key = make_key(route, request_id);
 	struct idem_entry *en;
 
-	for (en = t->buckets[hash_key(key) % NBUCKETS]; en; en = en->hnext)
+	for (en = t->buckets[str_hash(STR_HASH_SEED, key) % NBUCKETS]; en; en = en->hnext)
 		if (strcmp(en->key, key) == 0 && !(en->done && en->status == 0))
 			break;
 	free(key);
@@ -110,7 +100,7 @@ idem_insert(struct idem *t, const char *route, const char *request_id, int64_t e
 	en->owner = t;
 	en->key = make_key(route, request_id);
 	en->expires_wall_ms = expires_wall_ms;
-	b = hash_key(en->key) % NBUCKETS;
+	b = str_hash(STR_HASH_SEED, en->key) % NBUCKETS;
 	en->hnext = t->buckets[b];
 	t->buckets[b] = en;
 	if (t->ftail)

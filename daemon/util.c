@@ -201,6 +201,14 @@ parse_int64(const char *s, int64_t *out)
 	return 0;
 }
 
+uint32_t
+str_hash(uint32_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
 int
 str_consttime_eq(const char *a, const char *b)
 {

@@ -44,6 +44,10 @@ void buf_free(struct buf *b);
 /* Parse a whole decimal integer; 0 or -EINVAL / -ERANGE. */
 int parse_int64(const char *s, int64_t *out);
 
+/* FNV-1a over s, continuing from h (start with STR_HASH_SEED): hash-table keys. */
+#define STR_HASH_SEED 2166136261u
+uint32_t str_hash(uint32_t h, const char *s);
+
 /* Constant-time comparison of two NUL-terminated strings (auth tokens). */
 int str_consttime_eq(const char *a, const char *b);
 
