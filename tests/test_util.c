@@ -306,6 +306,17 @@ START_TEST(test_time_garbage)
 }
 END_TEST
 
+/* FNV-1a 32-bit reference values (the published test vectors). */
+START_TEST(test_str_hash)
+{
+	ck_assert_uint_eq(str_hash(STR_HASH_SEED, ""), 0x811c9dc5u);
+	ck_assert_uint_eq(str_hash(STR_HASH_SEED, "a"), 0xe40c292cu);
+	ck_assert_uint_eq(str_hash(STR_HASH_SEED, "foobar"), 0xbf9cf968u);
+	/* continuing from a prefix's hash is hashing the concatenation */
+	ck_assert_uint_eq(str_hash(str_hash(STR_HASH_SEED, "foo"), "bar"), 0xbf9cf968u);
+}
+END_TEST
+
 static Suite *
 util_suite(void)
 {
@@ -319,6 +330,7 @@ util_suite(void)
 		{ "buf_steal", test_buf_steal },
 		{ "parse_int64", test_parse_int64 },
 		{ "consttime_eq", test_consttime_eq },
+		{ "str_hash", test_str_hash },
 		{ "time_format", test_time_format },
 		{ "time_roundtrip", test_time_roundtrip },
 		{ "time_parse", test_time_parse },
