@@ -25,8 +25,8 @@ enum job_state { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE, JOB_FAILED };
 static const char *const job_state_names[] = { "queued", "running", "done", "failed" };
 
 struct job {
-	struct job *next;
-	struct job *hnext; /* chain in jobs.buckets */
+	struct job *next, *prev; /* jobs.head..tail */
+	struct job *hnext;	 /* chain in jobs.buckets */
 	struct jobs *owner;
 	char *route; /* by name: a reload may move routes */
 	char *request_id;
@@ -71,7 +71,7 @@ job_bucket(struct jobs *j, const char *request_id)
 static void
 job_unlink(struct jobs *j, struct job *jb)
 {
-	struct job **pp, *prev = NULL;
+	struct job **pp;
 
 	for (pp = job_bucket(j, jb->request_id); *pp; pp = &(*pp)->hnext) {
 		if (*pp == jb) {
@@ -79,14 +79,15 @@ job_unlink(struct jobs *j, struct job *jb)
 			break;
 		}
 	}
-	for (pp = &j->head; *pp; prev = *pp, pp = &(*pp)->next) {
-		if (*pp == jb) {
-			*pp = jb->next;
-			if (j->tail == jb)
-				j->tail = prev;
-			return;
-		}
-	}
+	if (jb->prev)
+		jb->prev->next = jb->next;
+	else
+		j->head = jb->next;
+	if (jb->next)
+		jb->next->prev = jb->prev;
+	else
+		j->tail = jb->prev;
+	jb->next = jb->prev = NULL;
 }
 
 static void
@@ -97,6 +98,7 @@ job_append(struct jobs *j, struct job *jb)
 	jb->hnext = *b;
 	*b = jb;
 	jb->next = NULL;
+	jb->prev = j->tail;
 	if (j->tail)
 		j->tail->next = jb;
 	else
