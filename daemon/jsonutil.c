@@ -66,8 +66,8 @@ json_escape(unsigned char c, char *u, size_t ulen)
 	}
 }
 
-static int
-json_put_string(struct buf *b, const char *str)
+int
+json_buf_string(struct buf *b, const char *str)
 {
 	const unsigned char *s = (const unsigned char *)(str ? str : "");
 	const unsigned char *run = s;
@@ -93,8 +93,8 @@ json_put_string(struct buf *b, const char *str)
 	return rc;
 }
 
-static int
-json_put_number(struct buf *b, double d)
+int
+json_buf_number(struct buf *b, double d)
 {
 	char tmp[32], *p = tmp + sizeof tmp;
 	uint64_t u;
@@ -120,8 +120,8 @@ json_put_number(struct buf *b, double d)
 	return buf_puts(b, tmp);
 }
 
-static int
-json_put(struct buf *b, const cJSON *item)
+int
+json_buf_item(struct buf *b, const cJSON *item)
 {
 	const cJSON *c;
 	int rc = 0;
@@ -134,9 +134,9 @@ json_put(struct buf *b, const cJSON *item)
 	case cJSON_NULL:
 		return buf_puts(b, "null");
 	case cJSON_Number:
-		return json_put_number(b, item->valuedouble);
+		return json_buf_number(b, item->valuedouble);
 	case cJSON_String:
-		return json_put_string(b, item->valuestring);
+		return json_buf_string(b, item->valuestring);
 	case cJSON_Raw:
 		return buf_puts(b, item->valuestring ? item->valuestring : "");
 	case cJSON_Array:
@@ -145,7 +145,7 @@ json_put(struct buf *b, const cJSON *item)
 			if (c != item->child)
 				rc = buf_append(b, ",", 1);
 			if (rc == 0)
-				rc = json_put(b, c);
+				rc = json_buf_item(b, c);
 		}
 		return rc ? rc : buf_append(b, "]", 1);
 	case cJSON_Object:
@@ -154,11 +154,11 @@ json_put(struct buf *b, const cJSON *item)
 			if (c != item->child)
 				rc = buf_append(b, ",", 1);
 			if (rc == 0)
-				rc = json_put_string(b, c->string);
+				rc = json_buf_string(b, c->string);
 			if (rc == 0)
 				rc = buf_append(b, ":", 1);
 			if (rc == 0)
-				rc = json_put(b, c);
+				rc = json_buf_item(b, c);
 		}
 		return rc ? rc : buf_append(b, "}", 1);
 	default:
@@ -174,7 +174,7 @@ json_print(const cJSON *item)
 	if (item == NULL)
 		return NULL;
 	buf_init(&b, SIZE_MAX);
-	if (json_put(&b, item) != 0) {
+	if (json_buf_item(&b, item) != 0) {
 		buf_free(&b);
 		return NULL;
 	}

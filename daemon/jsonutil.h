@@ -8,6 +8,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+
 /* An RFC 3339 string for wall_ms, or null when wall_ms <= 0 (new item). */
 cJSON *json_time(int64_t wall_ms);
 /* Add name: json_time(wall_ms) to o. */
@@ -23,3 +25,11 @@ void json_add_string(cJSON *o, const char *name, const char *s);
  * NULL when item is NULL or allocation fails.
  */
 char *json_print(const cJSON *item);
+/*
+ * The same writers, appending to b (for bodies built without a cJSON
+ * tree): a string (NULL as ""), a number, any item. 0 or -E2BIG at b's
+ * bound (-1 for an item of unknown type).
+ */
+int json_buf_string(struct buf *b, const char *s);
+int json_buf_number(struct buf *b, double d);
+int json_buf_item(struct buf *b, const cJSON *item);

@@ -26,14 +26,17 @@ upstream_render(const char *tmpl, const char *input)
 	return buf_steal(&b);
 }
 
+/* Append {"role":..,"content":..} to the messages array being written in b. */
 static void
-add_message(cJSON *arr, const char *role, const char *content, int64_t *tokens)
+add_message(struct buf *b, int *n, const char *role, const char *content, int64_t *tokens)
 {
-	cJSON *m = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(m, "role", role);
-	cJSON_AddStringToObject(m, "content", content);
-	cJSON_AddItemToArray(arr, m);
+	if ((*n)++ > 0)
+		buf_append(b, ",", 1);
+	buf_puts(b, "{\"role\":");
+	json_buf_string(b, role);
+	buf_puts(b, ",\"content\":");
+	json_buf_string(b, content);
+	buf_append(b, "}", 1);
 	*tokens += budget_estimate_tokens(content, strlen(content));
 }
 
@@ -44,20 +47,26 @@ upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, in
 	return upstream_build_body_ex(rc, bc, backup, input, messages, NULL, input_tokens);
 }
 
+/*
+ * Written straight into a buffer (no cJSON tree: this runs for every
+ * attempt), in the order and with the number formatting json_print() uses:
+ * model, messages, temperature, max_tokens, response_format, stream.
+ */
 char *
 upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
 		       const char *input, const cJSON *messages, const struct upstream_params *p,
 		       int64_t *input_tokens)
 {
-	cJSON *o = cJSON_CreateObject(), *msgs, *m;
 	const cJSON *first = NULL;
 	int64_t tokens = 0;
 	double temperature = rc->prompt.temperature;
-	int i, have_system = 0;
-	char *out;
+	int i, n = 0, have_system = 0;
+	struct buf b;
 
-	cJSON_AddStringToObject(o, "model", bc->model ? bc->model : "");
-	msgs = cJSON_AddArrayToObject(o, "messages");
+	buf_init(&b, SIZE_MAX / 2);
+	buf_puts(&b, "{\"model\":");
+	json_buf_string(&b, bc->model ? bc->model : "");
+	buf_puts(&b, ",\"messages\":[");
 	if (messages) {
 		const cJSON *role;
 
@@ -71,18 +80,20 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(first, "content");
 
 		if (cJSON_IsString(content))
-			add_message(msgs, "system", content->valuestring, &tokens);
+			add_message(&b, &n, "system", content->valuestring, &tokens);
 	} else if (rc->prompt.system && !(p && p->passthrough)) {
-		add_message(msgs, "system", rc->prompt.system, &tokens);
+		add_message(&b, &n, "system", rc->prompt.system, &tokens);
 	}
 	if (backup && !(p && p->passthrough)) {
 		for (i = 0; i < rc->backup.nfew_shot; i++)
-			add_message(msgs, rc->backup.few_shot[i].role, rc->backup.few_shot[i].content,
+			add_message(&b, &n, rc->backup.few_shot[i].role, rc->backup.few_shot[i].content,
 				    &tokens);
 		if (rc->backup.has_temperature)
 			temperature = rc->backup.temperature;
 	}
 	if (messages) {
+		const cJSON *m;
+
 		cJSON_ArrayForEach(m, messages)
 		{
 			const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
@@ -91,32 +102,32 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 			if (have_system && m == first)
 				continue;
 			if (cJSON_IsString(role) && cJSON_IsString(content))
-				add_message(msgs, role->valuestring, content->valuestring, &tokens);
+				add_message(&b, &n, role->valuestring, content->valuestring, &tokens);
 		}
 	} else {
 		char *user = upstream_render(rc->prompt.user ? rc->prompt.user : "{{input}}", input);
 
-		add_message(msgs, "user", user, &tokens);
+		add_message(&b, &n, "user", user, &tokens);
 		free(user);
 	}
+	buf_append(&b, "]", 1);
 	if (p && p->has_temperature)
 		temperature = p->temperature;
-	cJSON_AddNumberToObject(o, "temperature", temperature);
-	cJSON_AddNumberToObject(o, "max_tokens",
-				p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens);
+	buf_puts(&b, ",\"temperature\":");
+	json_buf_number(&b, temperature);
+	buf_puts(&b, ",\"max_tokens\":");
+	json_buf_number(&b, p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens);
 	if (p && p->response_format) {
-		cJSON_AddItemToObject(o, "response_format", cJSON_Duplicate(p->response_format, 1));
+		buf_puts(&b, ",\"response_format\":");
+		json_buf_item(&b, p->response_format);
 	} else if (rc->prompt.response_format_json && rc->output.present && !(p && p->passthrough)) {
-		cJSON *rf = cJSON_AddObjectToObject(o, "response_format");
-
-		cJSON_AddStringToObject(rf, "type", "json_object");
+		buf_puts(&b, ",\"response_format\":{\"type\":\"json_object\"}");
 	}
 	if (p && p->stream)
-		cJSON_AddBoolToObject(o, "stream", 1);
-	out = json_print(o);
-	cJSON_Delete(o);
+		buf_puts(&b, ",\"stream\":true");
+	buf_append(&b, "}", 1);
 	*input_tokens = tokens;
-	return out;
+	return buf_steal(&b);
 }
 
 /*
