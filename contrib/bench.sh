@@ -224,6 +224,9 @@ each change was measured against the previous binary back to back):
   attempts): no `curl_easy_init`/cleanup per attempt and none of the large
   frees that made glibc consolidate its fastbins. Engine instructions per
   call (callgrind): 289 k -> 278 k.
+- **Upstream request bodies are written straight into a buffer** (no cJSON
+  tree per attempt; committed after the run above): 278 k -> 265 k
+  engine instructions per call.
 - **The SQLite writer runs SCHED_IDLE** (raised to normal scheduling while
   a backlog of cap/8 rows waits, while a caller waits on a commit, and at
   close; only where the policy can be undone). At nice 10 alone a batch
