@@ -18,7 +18,11 @@
  * wrapped in a SAVEPOINT so that they fail or succeed together. A batch
  * that carries ops of a request commits with synchronous=FULL: a promise
  * survives power loss, not just a crash. Callers are woken only after
- * COMMIT returned.
+ * COMMIT returned. store_commit_later() queues the same request on the
+ * heap, with copies of its ops, and returns: the writer calls its done
+ * callback after the COMMIT and frees it. The engine thread uses it so
+ * that a 202 waits for its fsync without the loop waiting too; the
+ * requests of one batch share one fsync.
  *
  * Batching. The writer commits when 1000 rows are pending (or the queue is
  * full), 50 ms after the first pending row, at once when a request is
@@ -213,9 +217,13 @@ struct store_row {
 	struct store_val vals[];
 };
 
-/* A commit-now or flush (nops == 0) request; lives on the caller's stack. */
+/*
+ * A commit-now or flush (nops == 0) request, on the caller's stack; or a
+ * commit-later (done != NULL), on the heap with copies of its ops, which
+ * the writer completes and frees itself.
+ */
 struct store_req {
-	const struct store_op *ops;	/* borrowed until done */
+	const struct store_op *ops;	/* borrowed until done, or owned */
 	int nops;
 	uint64_t seq;			/* rows queued before this request */
 	int done;			/* set by the writer, under lock */
@@ -223,6 +231,9 @@ struct store_req {
 	char *cause;
 	int64_t rowid;
 	struct store_req *next;
+	store_done_fn done_fn;		/* commit-later: called after COMMIT */
+	void *done_arg;
+	struct store_row **rows;	/* commit-later: the ops' values */
 };
 
 /* What the writer took from the queue for one transaction. */
@@ -980,6 +991,8 @@ store_unboost(struct store *st)
 		(void)sched_setscheduler(0, SCHED_OTHER, &sp);
 }
 
+static void store_batch_done_later(struct store_batch *b);
+
 static void *
 store_writer_main(void *arg)
 {
@@ -1014,6 +1027,7 @@ store_writer_main(void *arg)
 			store_batch_take(st, &b);
 			pthread_mutex_unlock(&st->lock);
 			store_batch_run(st, &b, &ok, &errs, &synced);
+			store_batch_done_later(&b);
 			store_batch_free_rows(st, &b);
 			pthread_mutex_lock(&st->lock);
 			store_batch_release(st, &b);
@@ -1150,26 +1164,26 @@ store_close(struct store *st)
 	store_free(st);
 }
 
-int
-store_put(struct store *st, enum store_stmt stmt,
-    const struct store_val *vals, int nvals)
+/* A row holding a copy of vals and their strings. 0, -EINVAL or -E2BIG. */
+static int
+store_row_make(const struct store *st, enum store_stmt stmt,
+    const struct store_val *vals, int nvals, struct store_row **out)
 {
-	struct store_row *row = NULL;
+	struct store_row *row;
 	size_t size, len;
 	char *p;
 	int i, rc;
 
+	*out = NULL;
 	rc = store_args_check(st, stmt, vals, nvals);
 	if (rc != 0)
-		goto out;
+		return rc;
 	size = sizeof(*row) + sizeof(row->vals[0]) * (size_t)nvals;
 	for (i = 0; i < nvals; i++) {
 		if (vals[i].type == SV_TEXT && vals[i].s != NULL)
 			size += strlen(vals[i].s) + 1;
-		if (size > STORE_ROW_MAX) {
-			rc = -E2BIG;
-			goto out;
-		}
+		if (size > STORE_ROW_MAX)
+			return -E2BIG;
 	}
 	row = store_alloc(size);
 	row->stmt = stmt;
@@ -1184,7 +1198,20 @@ store_put(struct store *st, enum store_stmt stmt,
 		row->vals[i].s = p;
 		p += len;
 	}
+	*out = row;
+	return 0;
+}
 
+int
+store_put(struct store *st, enum store_stmt stmt,
+    const struct store_val *vals, int nvals)
+{
+	struct store_row *row = NULL;
+	int rc;
+
+	rc = store_row_make(st, stmt, vals, nvals, &row);
+	if (rc != 0)
+		goto out;
 	pthread_mutex_lock(&st->lock);
 	if (st->closing) {
 		rc = STORE_E_CLOSED;
@@ -1215,6 +1242,25 @@ out:
 	return rc;
 }
 
+/*
+ * Queue a request after the rows queued so far. Under lock. A request
+ * raises an idle writer: someone waits for it (the caller, or the client
+ * a commit-later answers), and an idle writer may not get a core at all
+ * while the engine is busy.
+ */
+static void
+store_req_queue(struct store *st, struct store_req *req)
+{
+	req->seq = st->enqueued;
+	req->next = NULL;
+	*st->reqs_tail = req;
+	st->reqs_tail = &req->next;
+	if (req->nops > 0)
+		st->stats.requests++;
+	store_boost(st);
+	pthread_cond_signal(&st->wake_cond);
+}
+
 /* Queue a request and sleep until the writer has committed it. */
 static int
 store_req_wait(struct store *st, struct store_req *req)
@@ -1226,17 +1272,86 @@ store_req_wait(struct store *st, struct store_req *req)
 		rc = STORE_E_CLOSED;
 		goto out;
 	}
-	req->seq = st->enqueued;
-	req->next = NULL;
-	*st->reqs_tail = req;
-	st->reqs_tail = &req->next;
-	store_boost(st);
-	pthread_cond_signal(&st->wake_cond);
+	store_req_queue(st, req);
 	while (!req->done)
 		pthread_cond_wait(&st->done_cond, &st->lock);
 out:
 	pthread_mutex_unlock(&st->lock);
 	return rc;
+}
+
+static void
+store_req_free_async(struct store_req *req)
+{
+	int i;
+
+	for (i = 0; i < req->nops; i++)
+		free(req->rows[i]);
+	free(req->cause);
+	free(req);
+}
+
+int
+store_commit_later(struct store *st, const struct store_op *ops, int nops,
+    store_done_fn done, void *arg)
+{
+	struct store_req *req;
+	struct store_op *cops;
+	int i, rc = 0;
+
+	if (nops < 1 || ops == NULL || done == NULL)
+		return -EINVAL;
+	/* One block: the request, its ops, the pointers to their rows. */
+	req = store_alloc(sizeof(*req) + (sizeof(*cops) +
+	    sizeof(*req->rows)) * (size_t)nops);
+	memset(req, 0, sizeof(*req));
+	cops = (struct store_op *)(req + 1);
+	req->rows = (struct store_row **)(cops + nops);
+	for (i = 0; i < nops; i++) {
+		rc = store_row_make(st, ops[i].stmt, ops[i].vals,
+		    ops[i].nvals, &req->rows[i]);
+		if (rc != 0)
+			goto fail;
+		req->nops = i + 1;
+		cops[i] = (struct store_op){ ops[i].stmt, req->rows[i]->vals,
+		    req->rows[i]->nvals };
+	}
+	req->ops = cops;
+	req->done_fn = done;
+	req->done_arg = arg;
+	pthread_mutex_lock(&st->lock);
+	if (st->closing) {
+		pthread_mutex_unlock(&st->lock);
+		rc = STORE_E_CLOSED;
+		goto fail;
+	}
+	store_req_queue(st, req);
+	pthread_mutex_unlock(&st->lock);
+	return 0;
+fail:
+	store_req_free_async(req);
+	return rc;
+}
+
+/*
+ * Complete the commit-later requests of a batch that has run (committed
+ * or failed): their callbacks run here, on the writer without the lock,
+ * and they leave b->reqs, which keeps the waiting callers only.
+ */
+static void
+store_batch_done_later(struct store_batch *b)
+{
+	struct store_req **pp = &b->reqs, *req;
+
+	while ((req = *pp) != NULL) {
+		if (req->done_fn == NULL) {
+			pp = &req->next;
+			continue;
+		}
+		*pp = req->next;
+		req->done_fn(req->done_arg, req->rc, req->rowid, req->cause);
+		store_req_free_async(req);
+	}
 }
 
 int

@@ -158,6 +158,7 @@ struct store_stats {
 	uint64_t boosts;	/* times the idle writer was raised (backlog, request, close) */
 	uint64_t boost_errors;	/* raising it failed (logged once) */
 	int writer_idle;	/* the writer runs SCHED_IDLE when nothing presses */
+	uint64_t requests;	/* commit-now and commit-later requests queued (not flushes) */
 };
 
 /*
@@ -204,6 +205,21 @@ int store_put(struct store *st, enum store_stmt stmt,
  */
 int store_commit_now(struct store *st, const struct store_op *ops, int nops,
     int64_t *last_rowid, char **cause);
+
+/*
+ * Commit later: the same transaction as store_commit_now() (ordered after
+ * everything queued before, a savepoint, synchronous=FULL) without
+ * waiting for it. ops and their strings are copied. done(arg, rc,
+ * last_rowid, cause) runs once on the writer thread after the COMMIT
+ * returned (rc 0) or the ops failed (rc STORE_E_SQL, cause borrowed for
+ * the call); it must not call back into the store. Requests of one batch
+ * share its fsync. Returns 0; -EINVAL, -E2BIG or STORE_E_CLOSED, and then
+ * done is never called. A store being closed still runs every request
+ * queued before store_close().
+ */
+typedef void (*store_done_fn)(void *arg, int rc, int64_t last_rowid, const char *cause);
+int store_commit_later(struct store *st, const struct store_op *ops, int nops,
+    store_done_fn done, void *arg);
 
 /* Block until everything queued so far is committed. 0 or STORE_E_CLOSED. */
 int store_flush(struct store *st);
