@@ -261,14 +261,45 @@ out:
 	return rc;
 }
 
-/* Level 3 or mode async: commit a job, answer 202 once it is durable. */
+/* The 202 of a job, sent once its row is committed (or the error). */
+struct job_answer {
+	struct http_req *r;
+	char *request_id;
+};
+
+static void
+job_answer(struct engine *e, void *arg, int rc, const char *state, const char *cause)
+{
+	struct job_answer *ja = arg;
+	cJSON *o;
+	char *text;
+
+	if (rc != 0 && rc != JOBS_E_EXISTS) {
+		http_respond_error(ja->r, 500, "store_failed", "the job could not be stored: %s",
+				   cause ? cause : "?");
+	} else {
+		o = cJSON_CreateObject();
+		cJSON_AddStringToObject(o, "request_id", ja->request_id);
+		cJSON_AddStringToObject(o, "status", state ? state : "queued");
+		text = json_print(o);
+		cJSON_Delete(o);
+		http_req_add_header(ja->r, "X-Request-ID", ja->request_id);
+		http_respond(ja->r, 202, text, strlen(text));
+	}
+	free(ja->request_id);
+	free(ja);
+	(void)e;
+}
+
+/*
+ * Level 3 or mode async: commit a job, answer 202 once it is durable. The
+ * connection waits suspended for the commit; the loop goes on meanwhile.
+ */
 static void
 respond_job(struct http_req *r, struct engine *e, int route, struct call_req *cr)
 {
-	cJSON *body = cJSON_CreateObject(), *o;
-	const char *state = NULL;
-	char *cause = NULL, *text;
-	int rc;
+	cJSON *body = cJSON_CreateObject();
+	struct job_answer *ja = xcalloc(1, sizeof *ja);
 
 	if (cr->request_id == NULL)
 		cr->request_id = call_gen_request_id(e);
@@ -283,21 +314,10 @@ respond_job(struct http_req *r, struct engine *e, int route, struct call_req *cr
 		cJSON_AddStringToObject(body, "callback_url", cr->callback_url);
 	if (cr->metadata)
 		cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(cr->metadata, 1));
-	rc = jobs_enqueue(e->jobs, route, cr->request_id, body, &state, &cause);
+	ja->r = r;
+	ja->request_id = xstrdup(cr->request_id);
+	jobs_accept(e->jobs, route, cr->request_id, body, job_answer, ja);
 	cJSON_Delete(body);
-	if (rc != 0 && rc != JOBS_E_EXISTS) {
-		http_respond_error(r, 500, "store_failed", "the job could not be stored: %s",
-				   cause ? cause : "?");
-		free(cause);
-		return;
-	}
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "request_id", cr->request_id);
-	cJSON_AddStringToObject(o, "status", state ? state : "queued");
-	text = json_print(o);
-	cJSON_Delete(o);
-	http_req_add_header(r, "X-Request-ID", cr->request_id);
-	http_respond(r, 202, text, strlen(text));
 }
 
 static void

@@ -26,6 +26,7 @@
 #include "metrics.h"
 #include "obs.h"
 #include "util.h"
+#include "jobs.h"
 #include "jsonutil.h"
 
 #define EVENTS_LIMIT_DEFAULT	200
@@ -381,6 +382,18 @@ handle_metrics(struct http_req *r, struct engine *e)
 		       "Times the idle-priority SQLite writer was raised to normal scheduling "
 		       "(backlog, a commit waited on, shutdown).");
 	metrics_sample(&m, "fusebox_log_writer_boosts_total", NULL, 0, (double)ss.boosts);
+	metrics_family(&m, "fusebox_jobs_queued", METRICS_GAUGE,
+		       "Async jobs (L3, mode async) committed and waiting to run.");
+	metrics_sample(&m, "fusebox_jobs_queued", NULL, 0, (double)jobs_queued(e->jobs));
+	metrics_family(&m, "fusebox_jobs_running", METRICS_GAUGE, "Async jobs running now.");
+	metrics_sample(&m, "fusebox_jobs_running", NULL, 0, (double)jobs_running(e->jobs));
+	metrics_family(&m, "fusebox_store_promises_total", METRICS_COUNTER,
+		       "Durable writes requested (jobs accepted, results, reviews, overrides, audit).");
+	metrics_sample(&m, "fusebox_store_promises_total", NULL, 0, (double)ss.requests);
+	metrics_family(&m, "fusebox_store_sync_commits_total", METRICS_COUNTER,
+		       "Transactions committed with synchronous=FULL (one fsync each; "
+		       "promises made together share one).");
+	metrics_sample(&m, "fusebox_store_sync_commits_total", NULL, 0, (double)ss.sync_commits);
 	{
 		/* engine counters without a label */
 		const struct {

@@ -346,6 +346,58 @@ run_tasks(struct engine *e)
 	}
 }
 
+/* A commit-later on its way: filled by the writer, finished on the engine. */
+struct engine_commit {
+	struct engine *e_owner;
+	engine_commit_fn done;
+	void *arg;
+	int rc;
+	int64_t rowid;
+	char *cause;
+};
+
+static void
+engine_commit_task(struct engine *e, void *arg)
+{
+	struct engine_commit *c = arg;
+
+	e->commits_pending--;
+	c->done(e, c->arg, c->rc, c->rowid, c->cause);
+	free(c->cause);
+	free(c);
+}
+
+/* Writer thread: hand the outcome to the engine thread. */
+static void
+engine_commit_written(void *arg, int rc, int64_t rowid, const char *cause)
+{
+	struct engine_commit *c = arg;
+
+	c->rc = rc;
+	c->rowid = rowid;
+	c->cause = cause ? xstrdup(cause) : NULL;
+	engine_post(c->e_owner, engine_commit_task, c);
+}
+
+int
+engine_commit_later(struct engine *e, const struct store_op *ops, int nops, engine_commit_fn done,
+		    void *arg)
+{
+	struct engine_commit *c = xcalloc(1, sizeof *c);
+	int r;
+
+	c->e_owner = e;
+	c->done = done;
+	c->arg = arg;
+	r = store_commit_later(e->store, ops, nops, engine_commit_written, c);
+	if (r != 0) {
+		free(c);
+		return r;
+	}
+	e->commits_pending++;
+	return 0;
+}
+
 /*
  * Every RUN_TASKS_BATCH new requests read by MHD in one http_run(), the
  * due timers run too (a burst of arrivals must not delay deadlines).
@@ -390,7 +442,7 @@ engine_http_pass(struct engine *e, int *ready, int64_t now_us)
 static int
 engine_drained(struct engine *e, int64_t now_us)
 {
-	if (!e->stopping || e->calls != NULL || e->qhead != NULL)
+	if (!e->stopping || e->calls != NULL || e->qhead != NULL || e->commits_pending > 0)
 		return 0;
 	if (e->srv == NULL || http_active(e->srv) == 0)
 		return 1;
@@ -688,6 +740,10 @@ engine_stop(struct engine *e)
 	engine_post(e, engine_begin_stop, NULL);
 	pthread_join(e->thread, NULL);
 	e->thread_started = 0;
+	/* The drain waits for them; should the loop have ended anyway, their
+	 * completions are queued before the loop's state goes. */
+	if (e->commits_pending > 0)
+		store_flush(e->store);
 	pthread_mutex_lock(&e->qlock);
 	e->exited = 1;
 	pthread_mutex_unlock(&e->qlock);

@@ -126,6 +126,7 @@ struct engine {
 	const char **route_names;
 	int inflight;	      /* calls admitted and not answered */
 	struct call *calls;   /* live calls (doubly linked) */
+	int commits_pending;  /* engine_commit_later() not yet completed: the drain waits */
 	struct call *closing; /* finished calls, reaped before sleep */
 	int http_fd;	      /* MHD's epoll descriptor in epfd, -1 without HTTP */
 	unsigned http_batch;  /* requests read in this http_run() */
@@ -164,6 +165,20 @@ void engine_http_request(struct engine *e);
 int engine_start(struct engine *e);
 /* Run fn(e, arg) on the engine thread, soon. Thread-safe. */
 void engine_post(struct engine *e, engine_task_fn fn, void *arg);
+/*
+ * Commit ops (copied) with synchronous=FULL without blocking the loop
+ * (store_commit_later): done(e, arg, rc, last_rowid, cause) runs later on
+ * the engine thread, after the COMMIT (rc 0) or the failure (STORE_E_SQL,
+ * cause borrowed for the call). A handler answers from done with its
+ * connection suspended meanwhile, so a 202 still means durable; the
+ * promises made in one turn of the loop share one fsync. The drain waits
+ * for every one. 0, or the store's error (done is then never called).
+ * Engine thread.
+ */
+typedef void (*engine_commit_fn)(struct engine *e, void *arg, int rc, int64_t last_rowid,
+				 const char *cause);
+int engine_commit_later(struct engine *e, const struct store_op *ops, int nops,
+			engine_commit_fn done, void *arg);
 /* Drain: refuse new calls, let live calls finish (they end by their deadlines), stop the loop, join. */
 void engine_stop(struct engine *e);
 void engine_free(struct engine *e);

@@ -1,11 +1,13 @@
 /*
  * jobs: the L3 queue.
  *
- * Memory holds the jobs not yet finished (queued or running), in a FIFO
- * per the created_at order; finished jobs live only in the DB. Every state
- * change goes through job_set_state(), which writes the row: "running"
- * asynchronously (a crash re-runs the job anyway), "done"/"failed"
- * committed before the callback is sent.
+ * Memory holds unfinished jobs (being accepted, queued, running) in a
+ * FIFO in accept order, at most JOBS_MEM_MAX queued ones (the rest wait in
+ * the table, see below); finished jobs live only in the DB. Rows: an
+ * accept is committed before its 202, "running" is written asynchronously
+ * (a crash re-runs the job anyway), "done"/"failed" are committed before
+ * the callback is sent. The commits that someone waits for go through
+ * engine_commit_later(): the loop never waits for an fsync here.
  */
 #include "jobs.h"
 
@@ -20,9 +22,18 @@
 #include "notify.h"
 #include "util.h"
 
-enum job_state { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE, JOB_FAILED };
+/* JOB_ACCEPTING: its row is being committed; memory only, never a row's state. */
+enum job_state { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_ACCEPTING };
 
-static const char *const job_state_names[] = { "queued", "running", "done", "failed" };
+static const char *const job_state_names[] = { "queued", "running", "done", "failed",
+					       "accepting" };
+
+/* Who waits for an accept's commit: the first accept, then duplicates. */
+struct job_waiter {
+	jobs_accept_fn fn;
+	void *arg;
+	struct job_waiter *next;
+};
 
 struct job {
 	struct job *next, *prev; /* jobs.head..tail */
@@ -34,6 +45,8 @@ struct job {
 	enum job_state state;
 	int tries;
 	int64_t created_at;
+	int64_t id; /* the row's id (0 while accepting) */
+	struct job_waiter *waiters; /* JOB_ACCEPTING: in arrival order */
 };
 
 /*
@@ -44,18 +57,37 @@ struct job {
  */
 #define JOBS_BUCKETS 16384
 
+/*
+ * Memory holds a window of the queue: at most mem_max queued jobs, the
+ * oldest. An outage at full traffic accepts tens of thousands of jobs a
+ * second, and each costs ~0.3 KB here; the rest wait in the jobs table
+ * only (nspilled of them, all with ids above last_id) and are read back,
+ * oldest first, as the window drains. Every unfinished job with an id <=
+ * last_id is in memory.
+ */
+#define JOBS_MEM_MAX 10000
+
 struct jobs {
 	struct engine *e;
 	struct job *buckets[JOBS_BUCKETS];
-	struct job *head, *tail; /* unfinished jobs, oldest first */
+	struct job *head, *tail; /* unfinished jobs in memory, oldest first */
 	int nqueued;
 	int nrunning;
+	int mem_max;
+	int64_t last_id;
+	int64_t nspilled;
 	struct timer tick;
 };
 
 static void
 job_free(struct job *jb)
 {
+	struct job_waiter *w;
+
+	while ((w = jb->waiters) != NULL) {
+		jb->waiters = w->next;
+		free(w);
+	}
 	free(jb->route);
 	free(jb->request_id);
 	free(jb->body);
@@ -66,6 +98,17 @@ static struct job **
 job_bucket(struct jobs *j, const char *request_id)
 {
 	return &j->buckets[str_hash(STR_HASH_SEED, request_id) % JOBS_BUCKETS];
+}
+
+static struct job *
+job_find(struct jobs *j, const char *request_id)
+{
+	struct job *jb;
+
+	for (jb = *job_bucket(j, request_id); jb; jb = jb->hnext)
+		if (strcmp(jb->request_id, request_id) == 0)
+			return jb;
+	return NULL;
 }
 
 static void
@@ -106,18 +149,19 @@ job_append(struct jobs *j, struct job *jb)
 	j->tail = jb;
 }
 
-/* The one place a job's state changes. response may be NULL. */
-static int
+/*
+ * A job's state changes here, in memory and in its row. "running" is
+ * written asynchronously (a crash re-runs the job anyway); "done" and
+ * "failed" come through job_done(), which commits them first.
+ */
+static void
 job_set_state(struct jobs *j, struct job *jb, enum job_state to, const char *response)
 {
 	struct store_val v[] = { SVT(job_state_names[to]), SVI(clock_wall_ms()), SVI(jb->tries),
 				 SVT(response), SVT(jb->request_id) };
-	struct store_op op = { STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v) };
-	char *cause = NULL;
-	int r = 0;
 
 	if (jb->state == to)
-		return 0;
+		return;
 	if (jb->state == JOB_QUEUED)
 		j->nqueued--;
 	if (jb->state == JOB_RUNNING)
@@ -129,44 +173,77 @@ job_set_state(struct jobs *j, struct job *jb, enum job_state to, const char *res
 	log_debug("jobs", "%s: %s -> %s", jb->request_id, job_state_names[jb->state],
 		  job_state_names[to]);
 	jb->state = to;
-	if (to == JOB_DONE || to == JOB_FAILED) {
-		r = store_commit_now(j->e->store, &op, 1, NULL, &cause);
-		if (r != 0)
-			log_error("jobs", "%s: cannot record the result: %s", jb->request_id,
-				  cause ? cause : "?");
-		free(cause);
-	} else {
+	if (to == JOB_RUNNING)
 		store_put(j->e->store, STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v));
-	}
-	return r;
 }
 
+/* A finished job whose result is being committed (it still counts as running). */
+struct job_result {
+	struct job *jb;
+	enum job_state to;
+	char *response;
+};
+
+/* The result is committed (or could not be): send the callback, forget the job. */
 static void
-job_done(struct call *c, const struct call_answer *a, void *arg)
+job_recorded(struct engine *e, void *arg, int rc, int64_t rowid, const char *cause)
 {
-	struct job *jb = arg;
+	struct job_result *jr = arg;
+	struct job *jb = jr->jb;
 	struct jobs *j = jb->owner;
-	char *response = xstrdup(a->json);
 	cJSON *body = cJSON_Parse(jb->body), *cb;
 
-	job_set_state(j, jb, a->http_status == 200 ? JOB_DONE : JOB_FAILED, response);
+	if (rc != 0)
+		log_error("jobs", "%s: cannot record the result: %s", jb->request_id,
+			  cause ? cause : "?");
+	j->nrunning--;
+	jb->state = jr->to;
 	cb = body ? cJSON_GetObjectItemCaseSensitive(body, "callback_url") : NULL;
-	if (cJSON_IsString(cb) && j->e->notify) {
-		cJSON *msg = cJSON_Parse(response);
+	if (cJSON_IsString(cb) && e->notify) {
+		cJSON *msg = cJSON_Parse(jr->response);
 		char *out;
 
 		if (msg) {
 			cJSON_AddStringToObject(msg, "event", "result");
 			out = cJSON_PrintUnformatted(msg);
-			notify_post(j->e->notify, cb->valuestring, out, "job_result", 5);
+			notify_post(e->notify, cb->valuestring, out, "job_result", 5);
 			free(out);
 			cJSON_Delete(msg);
 		}
 	}
 	cJSON_Delete(body);
-	free(response);
+	free(jr->response);
+	free(jr);
 	job_unlink(j, jb);
 	job_free(jb);
+	(void)rowid;
+}
+
+/*
+ * The job's call ended: commit its result (without stopping the loop for
+ * the fsync), then the callback. GET shows "running" until the commit.
+ */
+static void
+job_done(struct call *c, const struct call_answer *a, void *arg)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+	struct job_result *jr = xcalloc(1, sizeof *jr);
+	int r;
+
+	jr->jb = jb;
+	jr->to = a->http_status == 200 ? JOB_DONE : JOB_FAILED;
+	jr->response = xstrdup(a->json);
+	log_debug("jobs", "%s: running -> %s", jb->request_id, job_state_names[jr->to]);
+	{
+		struct store_val v[] = { SVT(job_state_names[jr->to]), SVI(clock_wall_ms()),
+					 SVI(jb->tries), SVT(jr->response), SVT(jb->request_id) };
+		struct store_op op = { STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v) };
+
+		r = engine_commit_later(j->e, &op, 1, job_recorded, jr);
+	}
+	if (r != 0)
+		job_recorded(j->e, jr, r, 0, "the store refused the result");
 	(void)c;
 }
 
@@ -206,6 +283,8 @@ job_call_req(const struct job *jb, int route, struct call_req *cr)
 	cJSON_Delete(o);
 }
 
+static int jobs_load(struct jobs *j, int n);
+
 void
 jobs_tick(struct jobs *j)
 {
@@ -217,7 +296,11 @@ jobs_tick(struct jobs *j)
 	 * may be long; do not walk it ten times a second for nothing. */
 	for (i = 0; i < e->nroutes && !runnable; i++)
 		runnable = engine_route_level(e, i) < 3;
-	if (!runnable || j->nqueued == 0)
+	if (!runnable)
+		return;
+	if (j->nspilled > 0 && j->nqueued < j->mem_max / 2)
+		jobs_load(j, j->mem_max - j->nqueued);
+	if (j->nqueued == 0)
 		return;
 	for (jb = j->head; jb && started < JOBS_START_PER_TICK && j->nrunning < JOBS_MAX_RUNNING;
 	     jb = next) {
@@ -249,6 +332,8 @@ tick_fire(struct timer *t, void *arg)
 
 struct load_ctx {
 	struct jobs *j;
+	int seen;
+	int loaded;
 	int requeued;
 };
 
@@ -257,26 +342,33 @@ load_row(void *arg, sqlite3_stmt *row)
 {
 	struct load_ctx *lc = arg;
 	struct jobs *j = lc->j;
-	const char *rid = (const char *)sqlite3_column_text(row, 0);
-	const char *route = (const char *)sqlite3_column_text(row, 1);
-	const char *state = (const char *)sqlite3_column_text(row, 2);
-	const char *body = (const char *)sqlite3_column_text(row, 3);
+	int64_t id = sqlite3_column_int64(row, 0);
+	const char *rid = (const char *)sqlite3_column_text(row, 1);
+	const char *route = (const char *)sqlite3_column_text(row, 2);
+	const char *state = (const char *)sqlite3_column_text(row, 3);
+	const char *body = (const char *)sqlite3_column_text(row, 4);
 	struct job *jb;
 
-	if (rid == NULL || route == NULL || state == NULL)
+	lc->seen++;
+	if (id > j->last_id)
+		j->last_id = id;
+	/* An accept whose commit is done but not yet reported: it stays. */
+	if (rid == NULL || route == NULL || state == NULL || job_find(j, rid) != NULL)
 		return 0;
 	if (engine_route_index(j->e, route) < 0)
 		log_warn("jobs", "job %s names route %s, which is not configured: it waits", rid,
 			 route);
 	jb = xcalloc(1, sizeof *jb);
 	jb->owner = j;
+	jb->id = id;
 	jb->route = xstrdup(route);
 	jb->request_id = xstrdup(rid);
 	jb->body = xstrdup(body ? body : "{}");
-	jb->tries = sqlite3_column_int(row, 4);
-	jb->created_at = sqlite3_column_int64(row, 5);
+	jb->tries = sqlite3_column_int(row, 5);
+	jb->created_at = sqlite3_column_int64(row, 6);
 	jb->state = JOB_QUEUED;
 	j->nqueued++;
+	lc->loaded++;
 	if (strcmp(state, "running") == 0) {
 		/* Interrupted by a crash: run it again (at least once upstream). */
 		struct store_val v[] = { SVT("queued"), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
@@ -289,26 +381,57 @@ load_row(void *arg, sqlite3_stmt *row)
 	return 0;
 }
 
+/*
+ * Read up to n unfinished jobs past last_id into memory, oldest first.
+ * Returns the number loaded or STORE_E_SQL.
+ */
+static int
+jobs_load(struct jobs *j, int n)
+{
+	struct store_val v[] = { SVI(j->last_id), SVI(n) };
+	struct load_ctx lc = { j, 0, 0, 0 };
+	char *cause = NULL;
+	int r;
+
+	r = store_reader_query(j->e->reader,
+			       "SELECT id, request_id, route, state, body, tries, created_at FROM jobs "
+			       "WHERE state IN ('queued', 'running') AND id > ?1 ORDER BY id LIMIT ?2",
+			       v, (int)ARRAY_SIZE(v), load_row, &lc, &cause);
+	if (r != 0) {
+		log_error("jobs", "cannot read queued jobs: %s", cause ? cause : "?");
+		free(cause);
+		return r;
+	}
+	if (lc.requeued)
+		log_info("jobs", "%d jobs interrupted by a crash, queued again", lc.requeued);
+	/* Fewer than asked: none is left past last_id. */
+	j->nspilled = lc.seen < n ? 0 : MAX(j->nspilled - lc.loaded, 0);
+	return lc.loaded;
+}
+
 int
 jobs_new(struct engine *e, struct jobs **out, char **cause)
 {
 	struct jobs *j = xcalloc(1, sizeof *j);
-	struct load_ctx lc = { j, 0 };
-	int r;
+	const char *env = getenv("FUSEBOX_JOBS_IN_MEMORY");
+	int64_t n;
 
 	j->e = e;
+	j->mem_max = JOBS_MEM_MAX;
+	if (env && parse_int64(env, &n) == 0 && n >= 2 && n <= 10000000)
+		j->mem_max = (int)n;
 	timer_init(&j->tick, "jobs", tick_fire, j);
-	r = store_reader_query(e->reader,
-			       "SELECT request_id, route, state, body, tries, created_at FROM jobs "
-			       "WHERE state IN ('queued', 'running') ORDER BY created_at, id",
-			       NULL, 0, load_row, &lc, cause);
-	if (r != 0) {
+	j->nspilled = store_reader_int(e->reader,
+				       "SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')",
+				       NULL, 0, -1);
+	if (j->nspilled < 0 || jobs_load(j, j->mem_max) < 0) {
+		*cause = xstrdup("jobs: cannot read the queued jobs");
 		jobs_free(j);
-		return r;
+		return STORE_E_SQL;
 	}
 	if (j->nqueued)
-		log_info("jobs", "%d unfinished jobs loaded (%d interrupted by a crash, queued again)",
-			 j->nqueued, lc.requeued);
+		log_info("jobs", "%lld unfinished jobs in the queue (%d read into memory)",
+			 (long long)(j->nqueued + j->nspilled), j->nqueued);
 	engine_timer_arm(e, &j->tick, clock_mono_us() + JOBS_TICK_MS * 1000);
 	*out = j;
 	return 0;
@@ -327,17 +450,6 @@ jobs_free(struct jobs *j)
 		job_free(jb);
 	}
 	free(j);
-}
-
-static struct job *
-job_find(struct jobs *j, const char *request_id)
-{
-	struct job *jb;
-
-	for (jb = *job_bucket(j, request_id); jb; jb = jb->hnext)
-		if (strcmp(jb->request_id, request_id) == 0)
-			return jb;
-	return NULL;
 }
 
 struct state_ctx {
@@ -372,6 +484,8 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 	int i, r = -ENOENT;
 
 	*response = NULL;
+	if (jb && jb->state == JOB_ACCEPTING)
+		return -ENOENT;
 	if (jb) {
 		*route = jb->route;
 		*state = job_state_names[jb->state];
@@ -398,48 +512,103 @@ out:
 	return r;
 }
 
-int
-jobs_enqueue(struct jobs *j, int route, const char *request_id, const cJSON *body,
-	     const char **state, char **cause)
+static void
+job_wait(struct job *jb, jobs_accept_fn fn, void *arg)
 {
-	const char *rname = j->e->routes[route].cfg->name, *known_route = NULL;
+	struct job_waiter *w = xcalloc(1, sizeof *w), **pp;
+
+	w->fn = fn;
+	w->arg = arg;
+	for (pp = &jb->waiters; *pp; pp = &(*pp)->next)
+		;
+	*pp = w;
+}
+
+/* The accept's commit is over: the job is queued (or gone); tell its waiters. */
+static void
+job_accepted(struct engine *e, void *arg, int rc, int64_t rowid, const char *cause)
+{
+	struct job *jb = arg;
+	struct jobs *j = jb->owner;
+	struct job_waiter *w, *waiters = jb->waiters;
+	int first = 1;
+
+	jb->waiters = NULL;
+	if (rc == 0 && rowid > j->last_id && (j->nspilled > 0 || j->nqueued >= j->mem_max)) {
+		/* Past the window: it waits in the table (see JOBS_MEM_MAX). */
+		j->nspilled++;
+		job_unlink(j, jb);
+	} else if (rc == 0) {
+		jb->id = rowid;
+		jb->state = JOB_QUEUED;
+		j->nqueued++;
+		j->last_id = MAX(j->last_id, rowid);
+	} else {
+		log_error("jobs", "%s: the job could not be stored: %s", jb->request_id,
+			  cause ? cause : "?");
+		job_unlink(j, jb);
+	}
+	while ((w = waiters) != NULL) {
+		waiters = w->next;
+		w->fn(e, w->arg, rc != 0 ? rc : first ? 0 : JOBS_E_EXISTS,
+		      rc == 0 ? job_state_names[JOB_QUEUED] : NULL, cause);
+		first = 0;
+		free(w);
+	}
+	if (jb->state == JOB_ACCEPTING)
+		job_free(jb);
+}
+
+void
+jobs_accept(struct jobs *j, int route, const char *request_id, const cJSON *body,
+	    jobs_accept_fn fn, void *arg)
+{
+	const char *rname = j->e->routes[route].cfg->name, *known_route = NULL, *state = NULL;
 	int64_t now = clock_wall_ms();
-	char *text = cJSON_PrintUnformatted(body);
+	struct job *jb = job_find(j, request_id);
 	cJSON *resp = NULL;
-	struct store_val v[] = { SVT(request_id), SVT(rname), SVT("queued"), SVT(text), SVI(now),
-				 SVI(now), SVI(0), SVN };
-	struct store_op op = { STORE_JOB_INSERT, v, (int)ARRAY_SIZE(v) };
-	struct job *jb;
 	int r;
 
-	if (jobs_lookup(j, request_id, &known_route, state, &resp) == 0) {
-		cJSON_Delete(resp);
-		free(text);
-		return JOBS_E_EXISTS;
+	if (jb && jb->state == JOB_ACCEPTING) {
+		job_wait(jb, fn, arg);
+		return;
 	}
-	r = store_commit_now(j->e->store, &op, 1, NULL, cause);
-	if (r != 0) {
-		free(text);
-		return r;
+	if (jobs_lookup(j, request_id, &known_route, &state, &resp) == 0) {
+		cJSON_Delete(resp);
+		fn(j->e, arg, JOBS_E_EXISTS, state, NULL);
+		return;
 	}
 	jb = xcalloc(1, sizeof *jb);
 	jb->owner = j;
 	jb->route = xstrdup(rname);
 	jb->request_id = xstrdup(request_id);
-	jb->body = text;
-	jb->state = JOB_QUEUED;
+	jb->body = cJSON_PrintUnformatted(body);
+	jb->state = JOB_ACCEPTING;
 	jb->created_at = now;
-	j->nqueued++;
+	{
+		struct store_val v[] = { SVT(request_id), SVT(rname), SVT("queued"), SVT(jb->body),
+					 SVI(now), SVI(now), SVI(0), SVN };
+		struct store_op op = { STORE_JOB_INSERT, v, (int)ARRAY_SIZE(v) };
+
+		r = engine_commit_later(j->e, &op, 1, job_accepted, jb);
+	}
+	if (r != 0) {
+		job_free(jb);
+		fn(j->e, arg, r, NULL, r == STORE_E_CLOSED ? "the store is closing" :
+				       "the job is too large to store");
+		return;
+	}
+	/* Queue order is accept order; jobs_tick passes over it until committed. */
 	job_append(j, jb);
-	*state = "queued";
-	return 0;
+	job_wait(jb, fn, arg);
 }
 
-int
+int64_t
 jobs_queued(const struct jobs *j)
 {
-	return j->nqueued;
+	return j->nqueued + j->nspilled;
 }
+
 
 int
 jobs_running(const struct jobs *j)

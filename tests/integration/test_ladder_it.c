@@ -431,6 +431,138 @@ START_TEST(level_3_queues_and_drains_when_released)
 }
 END_TEST
 
+/* A counter from /metrics (no labels); -1 when absent. */
+static double
+metric(const char *name)
+{
+	struct http_resp r;
+	char key[128];
+	const char *p;
+	double v = -1;
+
+	ck_assert_int_eq(itd_req(&T, "GET", "/metrics", NULL, "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(key, sizeof key, "\n%s ", name);
+	p = strstr(r.body, key);
+	if (p)
+		v = strtod(p + strlen(key), NULL);
+	http_resp_free(&r);
+	return v;
+}
+
+/*
+ * An outage's burst of accepts: every 202 waits for its job's commit, but
+ * the loop does not, so the accepts that arrive together share fsyncs
+ * (one commit each before: the loop sat in every fsync). Duplicates sent
+ * while their first copy is being committed wait for that commit and get
+ * the same answer; one job each.
+ */
+START_TEST(level_3_accepts_share_commits)
+{
+	struct http_resp *rs = calloc(60, sizeof *rs);
+	struct http_resp r;
+	double promises, syncs;
+	int i;
+
+	start(RULES_NO_DEFAULT);
+	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	promises = metric("fusebox_store_promises_total");
+	syncs = metric("fusebox_store_sync_commits_total");
+	ck_assert(promises >= 0 && syncs >= 0);
+
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", 60, 10000, rs), 0);
+	for (i = 0; i < 60; i++) {
+		cJSON *o = itd_json(&rs[i]);
+
+		ck_assert_msg(rs[i].status == 202, "call %d: %ld %s", i, rs[i].status, rs[i].body);
+		ck_assert_str_eq(itd_str(o, "status"), "queued");
+		cJSON_Delete(o);
+		http_resp_free(&rs[i]);
+	}
+	/* durable before each 202 */
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE state='queued'"), 60);
+	ck_assert_double_eq(metric("fusebox_store_promises_total") - promises, 60);
+	syncs = metric("fusebox_store_sync_commits_total") - syncs;
+	ck_assert_msg(syncs >= 1 && syncs < 60, "%g fsyncs for 60 accepts", syncs);
+
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\",\"request_id\":\"dup-1\"}",
+				       30, 10000, rs), 0);
+	for (i = 0; i < 30; i++) {
+		cJSON *o = itd_json(&rs[i]);
+
+		ck_assert_msg(rs[i].status == 202, "dup %d: %ld %s", i, rs[i].status, rs[i].body);
+		ck_assert_str_eq(itd_str(o, "status"), "queued");
+		ck_assert_str_eq(itd_str(o, "request_id"), "dup-1");
+		cJSON_Delete(o);
+		http_resp_free(&rs[i]);
+	}
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='dup-1'"), 1);
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
+	free(rs);
+}
+END_TEST
+
+/*
+ * Memory holds a window of the queue (FUSEBOX_JOBS_IN_MEMORY, 10,000 by
+ * default; 4 here): the rest wait in the table, are found by GET and by a
+ * repeated accept, survive a kill -9 and run in the order they were
+ * accepted once the route is released.
+ */
+START_TEST(level_3_queue_beyond_memory)
+{
+	struct http_resp r;
+	char body[128];
+	cJSON *o;
+	int i;
+
+	setenv("FUSEBOX_JOBS_IN_MEMORY", "4", 1);
+	start(RULES_NO_DEFAULT);
+	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	for (i = 0; i < 20; i++) {
+		snprintf(body, sizeof body, "{\"input\":\"refund\",\"request_id\":\"win-%02d\"}", i);
+		o = call(body, 202);
+		ck_assert_str_eq(itd_str(o, "status"), "queued");
+		cJSON_Delete(o);
+	}
+	ck_assert_double_eq(metric("fusebox_jobs_queued"), 20);
+	o = wait_status("win-15", "queued", 1000); /* one only in the table */
+	ck_assert_ptr_nonnull(o);
+	cJSON_Delete(o);
+	o = call("{\"input\":\"refund\",\"request_id\":\"win-15\"}", 202);
+	ck_assert_str_eq(itd_str(o, "status"), "queued");
+	cJSON_Delete(o);
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='win-15'"), 1);
+
+	/* A restart reads the window back and counts the rest. */
+	ck_assert_int_eq(itd_kill_daemon(&T, SIGKILL), 128 + SIGKILL);
+	ck_assert_int_eq(itd_restart_daemon(&T), 0);
+	ck_assert_double_eq(metric("fusebox_jobs_queued"), 20);
+	ck_assert_int_eq(itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	o = wait_status("win-19", "done", 10000);
+	ck_assert_ptr_nonnull(o);
+	cJSON_Delete(o);
+	for (i = 0; i < 50 && itd_count(&T, "jobs WHERE state='done'") < 20; i++)
+		usleep(100 * 1000);
+	ck_assert_int_eq(itd_count(&T, "jobs WHERE state='done' AND tries=1"), 20);
+	ck_assert_double_eq(metric("fusebox_jobs_queued"), 0);
+	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 20);
+	/* oldest first, across the refills of the window */
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "attempts a JOIN attempts b ON a.request_id < b.request_id "
+				       "WHERE a.started_at > b.started_at"),
+			 0);
+	unsetenv("FUSEBOX_JOBS_IN_MEMORY");
+}
+END_TEST
+
 static Suite *
 ladder_suite(void)
 {
@@ -445,6 +577,8 @@ ladder_suite(void)
 	ADD(escalation_and_recovery);
 	ADD(async_job_runs_and_calls_back);
 	ADD(async_job_survives_kill_9);
+	ADD(level_3_accepts_share_commits);
+	ADD(level_3_queue_beyond_memory);
 	ADD(cross_check_mismatch_goes_to_review);
 	ADD(rules_shadow_measures_agreement);
 	ADD(level_3_queues_and_drains_when_released);
