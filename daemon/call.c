@@ -270,11 +270,15 @@ log_call_row(struct call *c)
 	store_put(c->e->store, STORE_CALL_INSERT, v, (int)ARRAY_SIZE(v));
 }
 
-/* One review item (pending), committed before the caller hears "pending". 1 when queued. */
+/*
+ * One review item (pending). fn (NULL: nobody waits; a failure is logged)
+ * hears once it is committed. 0 when under way.
+ */
 static int
 review_insert(struct engine *e, const struct route_cfg *rc, const char *request_id, int64_t call_id,
 	      const char *reason, const char *input, const char *raw, const cJSON *result,
-	      int has_conf, double conf, const cJSON *alt_result, const char *callback_url)
+	      int has_conf, double conf, const cJSON *alt_result, const char *callback_url,
+	      review_q_done_fn fn, void *arg)
 {
 	struct review_new n = {
 		.rc = rc,
@@ -290,23 +294,31 @@ review_insert(struct engine *e, const struct route_cfg *rc, const char *request_
 		.callback_url = callback_url,
 	};
 	char *cause = NULL;
-	int r = review_q_enqueue(e, &n, clock_wall_ms(), NULL, &cause);
+	int r = review_q_enqueue(e, &n, clock_wall_ms(), fn, arg, &cause);
 
 	if (r != 0)
 		log_error("call", "%s %s: review enqueue failed: %s", rc->name,
 			  request_id ? request_id : "-", cause ? cause : "?");
 	free(cause);
-	return r == 0;
+	return r;
 }
 
-static int
-enqueue_review(struct call *c, const char *reason, const cJSON *result)
+static void call_answer_finish(struct call *c);
+
+/* The call's review item is committed (or not): now the caller may hear "pending". */
+static void
+call_review_done(struct engine *e, void *arg, int rc, int64_t id, const char *cause)
 {
-	return review_insert(c->e, c->rc, c->request_id, c->id, reason, input_text(c), c->last_raw,
-			     result, c->ans.has_confidence, c->ans.confidence, NULL,
-			     c->req.callback_url);
-}
+	struct call *c = arg;
 
+	if (rc != 0)
+		log_error("call", "%s %s: review enqueue failed: %s", c->rc->name, c->request_id,
+			  cause ? cause : "?");
+	c->ans.review = rc == 0;
+	call_answer_finish(c);
+	(void)e;
+	(void)id;
+}
 
 /* ---- off the caller's path: rules shadow and cross-check (DESIGN.md step 9) ---- */
 
@@ -376,7 +388,8 @@ xcheck_done(struct call *sc, const struct call_answer *a, void *arg)
 			obs_cross_check(e->obs, route, agree, clock_wall_ms());
 		if (!agree)
 			review_insert(e, rc, x->request_id, x->call_id, "cross_check_mismatch", x->input,
-				      x->raw, x->result, x->has_conf, x->conf, a->result, NULL);
+				      x->raw, x->result, x->has_conf, x->conf, a->result, NULL, NULL,
+				      NULL);
 	}
 	free(x->route);
 	free(x->request_id);
@@ -440,13 +453,15 @@ call_escalation(struct call *c, enum source src)
 	engine_route_escalation_events(c->e, c->rt);
 }
 
-/* The call has its answer: record it and hand it to done(). */
+/*
+ * The call has its answer: record it and hand it to done() — at once, or
+ * once its review item is committed (call_review_done()).
+ */
 static void
 call_answer(struct call *c, unsigned status, enum source src, const char *backend,
 	    const cJSON *result, const char *text, int has_conf, double conf)
 {
 	struct call_answer *a = &c->ans;
-	int64_t now_us = clock_mono_us();
 
 	if (c->answered)
 		return;
@@ -468,11 +483,27 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 	a->has_confidence = has_conf;
 	a->confidence = conf;
 	a->attempts = c->attempts;
-	a->elapsed_ms = (now_us - c->start_us + 500) / 1000;
 	a->request_id = c->request_id;
 	a->route = c->rc->name;
-	if (c->review_reason)
-		a->review = enqueue_review(c, c->review_reason, result);
+	/* "review": "pending" only once the item is durable; the loop goes on meanwhile. */
+	if (c->review_reason &&
+	    review_insert(c->e, c->rc, c->request_id, c->id, c->review_reason, input_text(c),
+			  c->last_raw, result, a->has_confidence, a->confidence, NULL,
+			  c->req.callback_url, call_review_done, c) == 0)
+		return;
+	call_answer_finish(c);
+}
+
+/* The second half of call_answer(): render, record, hand to done(), close. */
+static void
+call_answer_finish(struct call *c)
+{
+	struct call_answer *a = &c->ans;
+	enum source src = a->source;
+	unsigned status = a->http_status;
+
+	/* Until now: a review item's commit is part of the answer's time. */
+	a->elapsed_ms = (clock_mono_us() - c->start_us + 500) / 1000;
 	/* Rendered once: the calls row, the HTTP answer and the job result share it. */
 	a->result_json = a->result ? json_print(a->result) : NULL;
 	a->json = call_answer_json(a, 0);

@@ -2,8 +2,9 @@
  * review_q: the human review queue.
  *
  * Design. The reviews table is the queue; nothing about an item lives only
- * in memory. An item is inserted (state pending) with store_commit_now(),
- * so a caller told "review": "pending" can rely on it, and every later
+ * in memory. An item is inserted (state pending) and committed
+ * (engine_commit_later(): the loop does not wait for the fsync, the caller
+ * does) before the caller is told "review": "pending", and every later
  * change goes through review_q_set_state(), the one setter, which commits
  * the UPDATE together with the rows that record why (audit for operators,
  * events for the overflow policy) before anything in memory moves.
@@ -717,25 +718,76 @@ out:
 
 /* ---- enqueue, tick, load ------------------------------------------------- */
 
+/* An enqueue whose row is being committed. */
+struct review_enqueue {
+	review_q_done_fn fn;
+	void *arg;
+	char *route;
+	char *reason;
+	char *request_id;
+	enum priority prio;
+	int64_t now_wall_ms;
+};
+
+/* The row is committed (or not): count it, tell the caller, run the overflow policy. */
+static void
+review_q_enqueued(struct engine *e, void *arg, int rc, int64_t rowid, const char *cause)
+{
+	struct review_enqueue *q = arg;
+	/* A route removed by a reload meanwhile: the item is stored, not counted. */
+	int route = e->review_q ? route_of(e->review_q, q->route) : -1;
+	char *ocause = NULL;
+
+	if (rc != 0) {
+		if (q->fn)
+			q->fn(e, q->arg, REVIEW_Q_E_STORE, 0, cause);
+		else
+			log_error("review", "%s %s: review enqueue failed: %s", q->route,
+				  q->request_id ? q->request_id : "-", cause ? cause : "?");
+		goto out;
+	}
+	if (route >= 0)
+		review_counts_move(&e->review_q->counts[route], q->prio, REVIEW_STATE__COUNT,
+				   REVIEW_PENDING);
+	log_info("review", "%lld (%s): new -> pending (%s, %s, request %s)", (long long)rowid,
+		 q->route, q->reason, priority_name(q->prio), q->request_id ? q->request_id : "-");
+	if (q->fn)
+		q->fn(e, q->arg, 0, rowid, NULL);
+	/* The item is in; an overflow action that fails is logged, not returned. */
+	if (route >= 0 && review_q_overflow(e, route, q->now_wall_ms, &ocause) != 0)
+		log_error("review", "route %s: overflow policy: %s", q->route,
+			  ocause ? ocause : "failed");
+out:
+	free(ocause);
+	free(q->route);
+	free(q->reason);
+	free(q->request_id);
+	free(q);
+}
+
 int
-review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms, int64_t *id,
-		 char **cause)
+review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms,
+		 review_q_done_fn fn, void *arg, char **cause)
 {
 	const struct route_cfg *rc = n->rc;
-	char *res = NULL, *alt = NULL, *ocause = NULL;
-	enum priority prio;
-	int64_t rowid = 0, due;
-	int r = 0, route;
+	struct review_enqueue *q;
+	char *res = NULL, *alt = NULL;
+	int64_t due;
+	int r = 0;
 
 	if (e->review_q == NULL || rc == NULL || n->reason == NULL) {
 		*cause = xasprintf("review enqueue: no queue, route or reason");
-		r = -EINVAL;
-		goto out;
+		return -EINVAL;
 	}
-	/* e->routes and the queue share the config's route order. */
-	route = route_of(e->review_q, rc->name);
-	prio = review_priority_for(&rc->review, n->reason);
-	due = review_due_at(&rc->review, prio, now_wall_ms);
+	q = xcalloc(1, sizeof *q);
+	q->fn = fn;
+	q->arg = arg;
+	q->route = xstrdup(rc->name);
+	q->reason = xstrdup(n->reason);
+	q->request_id = n->request_id ? xstrdup(n->request_id) : NULL;
+	q->prio = review_priority_for(&rc->review, n->reason);
+	q->now_wall_ms = now_wall_ms;
+	due = review_due_at(&rc->review, q->prio, now_wall_ms);
 	res = n->result ? cJSON_PrintUnformatted(n->result) : NULL;
 	alt = n->alt_result ? cJSON_PrintUnformatted(n->alt_result) : NULL;
 	{
@@ -744,7 +796,7 @@ review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_
 			SVT(rc->name),
 			SVT(n->request_id),
 			n->call_id > 0 ? SVI(n->call_id) : SVN,
-			SVI(prio),
+			SVI(q->prio),
 			SVT(n->reason),
 			SVT(review_state_name(REVIEW_PENDING)),
 			SVI(now_wall_ms),
@@ -758,25 +810,16 @@ review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_
 		};
 		struct store_op op = { STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v) };
 
-		if (store_commit_now(e->store, &op, 1, &rowid, cause) != 0) {
-			r = REVIEW_Q_E_STORE;
-			goto out;
-		}
+		r = engine_commit_later(e, &op, 1, review_q_enqueued, q);
 	}
-	/* A route removed by a reload while this call ran has no counts. */
-	if (route >= 0)
-		review_counts_move(&e->review_q->counts[route], prio, REVIEW_STATE__COUNT,
-				   REVIEW_PENDING);
-	log_info("review", "%lld (%s): new -> pending (%s, %s, request %s)", (long long)rowid,
-		 rc->name, n->reason, priority_name(prio), n->request_id ? n->request_id : "-");
-	if (id != NULL)
-		*id = rowid;
-	/* The item is in; an overflow action that fails is logged, not returned. */
-	if (route >= 0 && review_q_overflow(e, route, now_wall_ms, &ocause) != 0)
-		log_error("review", "route %s: overflow policy: %s", rc->name,
-			  ocause ? ocause : "failed");
-out:
-	free(ocause);
+	if (r != 0) {
+		*cause = xasprintf("review enqueue: the store refused the item (%d)", r);
+		free(q->route);
+		free(q->reason);
+		free(q->request_id);
+		free(q);
+		r = REVIEW_Q_E_STORE;
+	}
 	free(res);
 	free(alt);
 	return r;

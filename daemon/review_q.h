@@ -2,7 +2,8 @@
 /*
  * review_q: the human review queue (DESIGN.md "Review item", steps 7 and
  * 9; API.md "Reviews"). Items live in the reviews table; every change of an
- * item is committed (store_commit_now) before anyone is told about it. The
+ * item is committed before anyone is told about it (a new item with
+ * engine_commit_later, decisions with store_commit_now). The
  * queue keeps per-route open counts in memory (loaded at start), applies
  * the route's capacity overflow policy and reports items that pass their
  * SLA. Engine thread only, except review_q_load() (engine_create, before
@@ -208,16 +209,22 @@ void review_q_reconfigure(struct engine *e, int64_t now_wall_ms);
 void review_q_free(struct review_q *q);
 
 /*
- * Enqueue an item: priority from review_priority_for(), due_at from the
- * route's SLA and now_wall_ms; the row (state pending) is committed before
- * this returns; then the route's overflow policy runs. A route a reload
- * removed while the call ran is fine: the item is stored, not counted.
- * *id (may be NULL) gets the new item's id. 0;
- * REVIEW_Q_E_STORE or -EINVAL with *cause. Blocks the engine thread for
- * one synchronous commit (more when the overflow policy acts).
+ * The outcome of review_q_enqueue(), on the engine thread: rc 0 (id: the
+ * new item's) or REVIEW_Q_E_STORE (cause borrowed for the call).
  */
-int review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms, int64_t *id,
-		     char **cause);
+typedef void (*review_q_done_fn)(struct engine *e, void *arg, int rc, int64_t id,
+				 const char *cause);
+/*
+ * Enqueue an item: priority from review_priority_for(), due_at from the
+ * route's SLA and now_wall_ms. The row (state pending) is committed with
+ * synchronous=FULL without blocking the loop (engine_commit_later); then
+ * fn(arg) is told (fn NULL: a failure is logged), and the route's overflow
+ * policy runs. A route a reload removed meanwhile is fine: the item is
+ * stored, not counted. Returns 0 (fn will be called) or REVIEW_Q_E_STORE /
+ * -EINVAL with *cause (fn will not be called).
+ */
+int review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_ms,
+		     review_q_done_fn fn, void *arg, char **cause);
 
 /*
  * Once a second (engine cron): one "review_overdue" event per open item

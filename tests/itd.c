@@ -319,6 +319,24 @@ itd_count(struct itd *t, const char *sql_tail)
 	return db_scalar_int(t->db, sql);
 }
 
+double
+itd_metric(struct itd *t, const char *name)
+{
+	struct http_resp r;
+	char key[160];
+	const char *p;
+	double v = -1;
+
+	ck_assert_int_eq(itd_req(t, "GET", "/metrics", NULL, "view-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(key, sizeof key, "\n%s ", name);
+	p = r.body ? strstr(r.body, key) : NULL;
+	if (p)
+		v = strtod(p + strlen(key), NULL);
+	http_resp_free(&r);
+	return v;
+}
+
 void
 itd_add_test(Suite *s, const char *name, const TTest *t, SFun setup, SFun teardown,
 	     double timeout_s)

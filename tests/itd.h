@@ -88,6 +88,8 @@ double itd_num(const cJSON *o, const char *key);
 void itd_settle(void);
 /* Count rows: SELECT count(*) FROM <sql_tail>. */
 long long itd_count(struct itd *t, const char *sql_tail);
+/* A sample without labels from GET /metrics (viewer token); -1 when absent. */
+double itd_metric(struct itd *t, const char *name);
 /*
  * Add test t to suite s in a test case of its own (named after it) with
  * the fixture setup/teardown (either may be NULL) and a timeout.

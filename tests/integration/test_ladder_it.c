@@ -431,25 +431,6 @@ START_TEST(level_3_queues_and_drains_when_released)
 }
 END_TEST
 
-/* A counter from /metrics (no labels); -1 when absent. */
-static double
-metric(const char *name)
-{
-	struct http_resp r;
-	char key[128];
-	const char *p;
-	double v = -1;
-
-	ck_assert_int_eq(itd_req(&T, "GET", "/metrics", NULL, "op-token", 5000, &r), 0);
-	ck_assert_int_eq(r.status, 200);
-	snprintf(key, sizeof key, "\n%s ", name);
-	p = strstr(r.body, key);
-	if (p)
-		v = strtod(p + strlen(key), NULL);
-	http_resp_free(&r);
-	return v;
-}
-
 /*
  * An outage's burst of accepts: every 202 waits for its job's commit, but
  * the loop does not, so the accepts that arrive together share fsyncs
@@ -469,8 +450,8 @@ START_TEST(level_3_accepts_share_commits)
 				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
-	promises = metric("fusebox_store_promises_total");
-	syncs = metric("fusebox_store_sync_commits_total");
+	promises = itd_metric(&T, "fusebox_store_promises_total");
+	syncs = itd_metric(&T, "fusebox_store_sync_commits_total");
 	ck_assert(promises >= 0 && syncs >= 0);
 
 	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", 60, 10000, rs), 0);
@@ -484,8 +465,8 @@ START_TEST(level_3_accepts_share_commits)
 	}
 	/* durable before each 202 */
 	ck_assert_int_eq(itd_count(&T, "jobs WHERE state='queued'"), 60);
-	ck_assert_double_eq(metric("fusebox_store_promises_total") - promises, 60);
-	syncs = metric("fusebox_store_sync_commits_total") - syncs;
+	ck_assert_double_eq(itd_metric(&T, "fusebox_store_promises_total") - promises, 60);
+	syncs = itd_metric(&T, "fusebox_store_sync_commits_total") - syncs;
 	ck_assert_msg(syncs >= 1 && syncs < 60, "%g fsyncs for 60 accepts", syncs);
 
 	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\",\"request_id\":\"dup-1\"}",
@@ -530,7 +511,7 @@ START_TEST(level_3_queue_beyond_memory)
 		ck_assert_str_eq(itd_str(o, "status"), "queued");
 		cJSON_Delete(o);
 	}
-	ck_assert_double_eq(metric("fusebox_jobs_queued"), 20);
+	ck_assert_double_eq(itd_metric(&T, "fusebox_jobs_queued"), 20);
 	o = wait_status("win-15", "queued", 1000); /* one only in the table */
 	ck_assert_ptr_nonnull(o);
 	cJSON_Delete(o);
@@ -542,7 +523,7 @@ START_TEST(level_3_queue_beyond_memory)
 	/* A restart reads the window back and counts the rest. */
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGKILL), 128 + SIGKILL);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
-	ck_assert_double_eq(metric("fusebox_jobs_queued"), 20);
+	ck_assert_double_eq(itd_metric(&T, "fusebox_jobs_queued"), 20);
 	ck_assert_int_eq(itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
@@ -552,7 +533,7 @@ START_TEST(level_3_queue_beyond_memory)
 	for (i = 0; i < 50 && itd_count(&T, "jobs WHERE state='done'") < 20; i++)
 		usleep(100 * 1000);
 	ck_assert_int_eq(itd_count(&T, "jobs WHERE state='done' AND tries=1"), 20);
-	ck_assert_double_eq(metric("fusebox_jobs_queued"), 0);
+	ck_assert_double_eq(itd_metric(&T, "fusebox_jobs_queued"), 0);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 20);
 	/* oldest first, across the refills of the window */
 	itd_settle();

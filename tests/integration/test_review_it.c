@@ -186,6 +186,40 @@ sleep_ms(int ms)
 
 /* ---- enqueue ---- */
 
+/*
+ * Items made together share commits: the loop does not wait for each
+ * item's fsync (each caller still waits for its own item to be durable).
+ */
+START_TEST(items_made_together_share_commits)
+{
+	struct http_resp *rs = calloc(40, sizeof *rs);
+	double promises, syncs;
+	int i;
+
+	start("");
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"preset\":\"low_confidence\"}"), 0);
+	promises = itd_metric(&T, "fusebox_store_promises_total");
+	syncs = itd_metric(&T, "fusebox_store_sync_commits_total");
+	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"I want my money back\"}", 40,
+				       10000, rs),
+			 0);
+	for (i = 0; i < 40; i++) {
+		cJSON *o = itd_json(&rs[i]);
+
+		ck_assert_msg(rs[i].status == 200, "call %d: %ld %s", i, rs[i].status, rs[i].body);
+		ck_assert_str_eq(itd_str(o, "review"), "pending");
+		cJSON_Delete(o);
+		http_resp_free(&rs[i]);
+	}
+	/* durable before each answer */
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 40);
+	ck_assert_double_eq(itd_metric(&T, "fusebox_store_promises_total") - promises, 40);
+	syncs = itd_metric(&T, "fusebox_store_sync_commits_total") - syncs;
+	ck_assert_msg(syncs >= 1 && syncs < 40, "%g fsyncs for 40 items", syncs);
+	free(rs);
+}
+END_TEST
+
 START_TEST(low_confidence_answer_is_queued_at_once)
 {
 	cJSON *o, *items, *it;
@@ -967,6 +1001,7 @@ review_it_suite(void)
 #define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 
 	ADD(low_confidence_answer_is_queued_at_once);
+	ADD(items_made_together_share_commits);
 	ADD(exhausted_manual_is_queued_high);
 	ADD(list_order_filters_and_counts);
 	ADD(overdue_is_reported_once);
