@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,18 +76,98 @@ engine_timer_cancel(struct engine *e, struct timer *t)
  */
 #define EASY_POOL_MAX 128
 
+/*
+ * libcurl's sockets in our epoll set. libcurl says REMOVE when a transfer
+ * ends and IN again when the next attempt reuses the connection, usually
+ * moments later: deleting and adding it back cost two epoll_ctl per call
+ * (~2 of the ~10 syscalls of a call on the engine thread). A connection
+ * socket (one we opened for libcurl, engine_curl_open) therefore lingers
+ * in the set after REMOVE: taken up again with the same events it costs
+ * nothing; an event while it lingers (the server closed the idle
+ * connection) removes it then; libcurl closes it through
+ * engine_curl_close, and the slot is cleared, so a descriptor number
+ * reused by another socket is never mistaken for it. Other sockets
+ * (the resolver's) are added and deleted as libcurl says.
+ */
+struct curl_fd {
+	uint32_t events;   /* registered with these; 0: not in our set */
+	uint8_t ours;	   /* opened by engine_curl_open, not closed yet */
+	uint8_t lingering; /* libcurl said REMOVE; still in the set */
+};
+
+static struct curl_fd *
+curl_fd_slot(struct engine *e, int fd)
+{
+	int n;
+
+	if (fd >= e->ncurl_fds) {
+		n = MAX(fd + 1, MAX(2 * e->ncurl_fds, 256));
+		e->curl_fds = xrealloc(e->curl_fds, (size_t)n * sizeof *e->curl_fds);
+		memset(e->curl_fds + e->ncurl_fds, 0,
+		       (size_t)(n - e->ncurl_fds) * sizeof *e->curl_fds);
+		e->ncurl_fds = n;
+	}
+	return &e->curl_fds[fd];
+}
+
+static curl_socket_t
+engine_curl_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct engine *e = clientp;
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	if (fd < 0)
+		return CURL_SOCKET_BAD;
+	*curl_fd_slot(e, fd) = (struct curl_fd){ .ours = 1 };
+	(void)purpose;
+	return fd;
+}
+
+static int
+engine_curl_close(void *clientp, curl_socket_t fd)
+{
+	struct engine *e = clientp;
+
+	/* close() takes it out of the epoll set (libcurl never dups it). */
+	if (fd >= 0 && fd < e->ncurl_fds)
+		e->curl_fds[fd] = (struct curl_fd){ 0 };
+	return close(fd);
+}
+
+/* An epoll event for a lingering socket: libcurl does not want it; out it goes. */
+static int
+curl_fd_drop_lingering(struct engine *e, int fd)
+{
+	struct curl_fd *f;
+
+	if (fd < 0 || fd >= e->ncurl_fds || !e->curl_fds[fd].lingering)
+		return 0;
+	f = &e->curl_fds[fd];
+	epoll_ctl(e->epfd, EPOLL_CTL_DEL, fd, NULL);
+	f->events = 0;
+	f->lingering = 0;
+	return 1;
+}
+
 CURL *
 engine_easy_get(struct engine *e)
 {
 	CURL *h;
 
-	if (e->neasy_pool > 0)
-		return e->easy_pool[--e->neasy_pool];
-	h = curl_easy_init();
-	if (h == NULL) { /* allocation only: out of memory, as xmalloc() */
-		fprintf(stderr, "fuseboxd: out of memory (curl_easy_init)\n");
-		abort();
+	if (e->neasy_pool > 0) {
+		h = e->easy_pool[--e->neasy_pool];
+	} else {
+		h = curl_easy_init();
+		if (h == NULL) { /* allocation only: out of memory, as xmalloc() */
+			fprintf(stderr, "fuseboxd: out of memory (curl_easy_init)\n");
+			abort();
+		}
 	}
+	/* A connection keeps the callbacks of the handle that opened it. */
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, engine_curl_open);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, e);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, engine_curl_close);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, e);
 	return h;
 }
 
@@ -181,15 +262,21 @@ engine_breaker_events(struct engine *e, struct backend_rt *b)
 	engine_event(e, "breaker", b->cfg->name, detail);
 }
 
-/* libcurl asks us to watch socket s. */
+/* libcurl asks us to watch socket s (struct curl_fd says how we keep it). */
 static int
 curl_sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct engine *e = userp;
+	struct curl_fd *f = curl_fd_slot(e, s);
 	struct epoll_event ev;
 
 	if (what == CURL_POLL_REMOVE) {
-		epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+		if (f->ours && f->events != 0) {
+			f->lingering = 1;
+		} else {
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+			f->events = 0;
+		}
 		curl_multi_assign(e->multi, s, NULL);
 		return 0;
 	}
@@ -199,14 +286,18 @@ curl_sock_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 		ev.events |= EPOLLIN;
 	if (what & CURL_POLL_OUT)
 		ev.events |= EPOLLOUT;
-	if (socketp == NULL) {
+	if (f->ours && f->events == ev.events) {
+		/* in the set already, as wanted */
+	} else if (f->events == 0) {
 		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev) < 0 && errno == EEXIST)
 			epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev);
-		curl_multi_assign(e->multi, s, e);
-	} else {
-		if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
-			epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
+	} else if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT) {
+		epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
 	}
+	f->events = ev.events;
+	f->lingering = 0;
+	if (socketp == NULL)
+		curl_multi_assign(e->multi, s, e);
 	return 0;
 }
 
@@ -506,6 +597,8 @@ engine_main(void *arg)
 				http_ready = 1;
 				continue;
 			}
+			if (curl_fd_drop_lingering(e, fd))
+				continue;
 			if (evs[i].events & EPOLLIN)
 				flags |= CURL_CSELECT_IN;
 			if (evs[i].events & EPOLLOUT)
@@ -794,6 +887,7 @@ engine_free(struct engine *e)
 		config_free(h->cfg);
 		free(h);
 	}
+	free(e->curl_fds); /* after the multi and the share closed their sockets */
 	free(e);
 }
 

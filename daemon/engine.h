@@ -97,6 +97,8 @@ struct engine {
 	int h2c_reuse;	  /* libcurl >= 8.0.0 can reuse h2 prior-knowledge connections */
 	CURL **easy_pool; /* idle easy handles, reset, for the next attempts */
 	int neasy_pool;
+	struct curl_fd *curl_fds; /* by descriptor: what our epoll set holds for libcurl */
+	int ncurl_fds;
 	int epfd;
 	int evfd;
 	struct timerheap timers;

@@ -53,6 +53,7 @@ enum srv { SRV_TLS = 0, SRV_H2C, SRV_H1, SRV__COUNT };
 struct nginx {
 	struct proc p;	      /* the nginx we started (one process, no master) */
 	int port[SRV__COUNT]; /* h2 + http/1.1 over TLS; h2c; HTTP/1.1 */
+	int keepalive_s;      /* keepalive_timeout; 0: nginx's default (75 s) */
 	char *dir;
 	char path[3][512]; /* access log, certificate, key */
 };
@@ -177,7 +178,7 @@ nginx_write_conf(const struct nginx *n, const char *path)
 		"http {\n"
 		"\tlog_format fb '$server_port $server_protocol $connection $status "
 		"$http_x_request_id';\n"
-		"\taccess_log %s fb;\n"
+		"\taccess_log %s fb;\n\tkeepalive_timeout %ds;\n"
 		"\tclient_body_buffer_size 64k;\n"
 		"\tclient_body_temp_path %s/body;\n\tproxy_temp_path %s/proxy;\n"
 		"\tfastcgi_temp_path %s/fastcgi;\n\tuwsgi_temp_path %s/uwsgi;\n"
@@ -187,7 +188,7 @@ nginx_write_conf(const struct nginx *n, const char *path)
 		"\tserver {\n\t\tlisten 127.0.0.1:%d http2;\n%s\t}\n"
 		"\tserver {\n\t\tlisten 127.0.0.1:%d;\n%s\t}\n"
 		"}\n",
-		n->dir, n->dir, n->N_LOG, n->dir, n->dir, n->dir, n->dir, n->dir, n->port[SRV_TLS],
+		n->dir, n->dir, n->N_LOG, n->keepalive_s > 0 ? n->keepalive_s : 75, n->dir, n->dir, n->dir, n->dir, n->dir, n->port[SRV_TLS],
 		n->N_CERT, n->N_KEY, loc, n->port[SRV_H2C], loc, n->port[SRV_H1], loc);
 	ck_assert_int_eq(fclose(fp), 0);
 }
@@ -598,6 +599,60 @@ START_TEST(mixed_versions_on_one_server)
 }
 END_TEST
 
+/* CPU time (user + system) the process has used, in ms. */
+static long
+proc_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *fp;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	fp = fopen(path, "r");
+	ck_assert_ptr_nonnull(fp);
+	n = fread(buf, 1, sizeof buf - 1, fp);
+	fclose(fp);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	ck_assert_ptr_nonnull(p);
+	/* after "pid (comm)": state is field 3; utime 14, stime 15 */
+	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
+				&st),
+			 2);
+	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+}
+
+/*
+ * The engine keeps a finished attempt's socket in its epoll set for the
+ * next attempt on that connection. When the server closes the idle
+ * connection meanwhile, the socket turns readable while nobody wants it:
+ * the engine must drop it rather than spin on it, and the next calls
+ * open new connections.
+ */
+START_TEST(idle_connections_closed_by_the_server)
+{
+	static struct hit hits[LOG_MAX];
+	long cpu0, cpu1;
+	int n, i, j;
+
+	N.keepalive_s = 1;
+	start(SRV_H1, "\"http_version\":\"1.1\"");
+	n = round_logged(hits, 8, 8, 0, SRV_H1, "HTTP/1.1");
+	cpu0 = proc_cpu_ms(T.d.pid);
+	usleep(2500 * 1000); /* nginx closes them after 1 s */
+	cpu1 = proc_cpu_ms(T.d.pid);
+	ck_assert_msg(cpu1 - cpu0 < (itd_sanitized() ? 800 : 300),
+		      "%ld ms of CPU while idle for 2.5 s", cpu1 - cpu0);
+	n = round_logged(hits, 8, 16, n, SRV_H1, "HTTP/1.1");
+	/* none of the closed connections was used again */
+	for (i = 8; i < n; i++)
+		for (j = 0; j < 8; j++)
+			ck_assert_int_ne(hits[i].conn, hits[j].conn);
+	assert_log_matches_attempts(hits, n);
+}
+END_TEST
+
 static Suite *
 http2_suite(void)
 {
@@ -610,6 +665,7 @@ http2_suite(void)
 	ADD(http11_backend_speaks_http11);
 	ADD(reload_switches_the_http_version);
 	ADD(mixed_versions_on_one_server);
+	ADD(idle_connections_closed_by_the_server);
 	return s;
 }
 
