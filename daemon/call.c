@@ -1540,55 +1540,63 @@ call_engine(const struct call *c)
 char *
 call_answer_json(const struct call_answer *a, int replayed)
 {
-	cJSON *o = cJSON_CreateObject();
-	char *s;
+	struct buf b;
 
+	/* Written straight into a buffer (no cJSON tree): keys and order as before. */
+	buf_init(&b, SIZE_MAX / 2);
 	if (a->http_status >= 300) {
-		cJSON *err = cJSON_AddObjectToObject(o, "error");
 		char msg[160];
 
-		cJSON_AddStringToObject(err, "code", "exhausted");
 		snprintf(msg, sizeof msg, "every rung of the ladder failed for route %s (%s)", a->route,
 			 a->reason);
-		cJSON_AddStringToObject(err, "message", msg);
-		cJSON_AddStringToObject(err, "reason", a->reason);
-		cJSON_AddStringToObject(o, "request_id", a->request_id);
-		cJSON_AddNumberToObject(o, "attempts", a->attempts);
-		cJSON_AddNumberToObject(o, "elapsed_ms", (double)a->elapsed_ms);
-		goto out;
+		buf_puts(&b, "{\"error\":{\"code\":\"exhausted\",\"message\":");
+		json_buf_string(&b, msg);
+		buf_puts(&b, ",\"reason\":");
+		json_buf_string(&b, a->reason);
+		buf_puts(&b, "},\"request_id\":");
+		json_buf_string(&b, a->request_id);
+		buf_puts(&b, ",\"attempts\":");
+		json_buf_number(&b, a->attempts);
+		buf_puts(&b, ",\"elapsed_ms\":");
+		json_buf_number(&b, (double)a->elapsed_ms);
+		buf_puts(&b, "}");
+		return buf_steal(&b);
 	}
-	cJSON_AddStringToObject(o, "request_id", a->request_id);
-	cJSON_AddStringToObject(o, "route", a->route);
-	if (a->result) {
-		/* printed once (call_answer()), spliced in: no copy of the tree */
-		char *res = a->result_json ? NULL : json_print(a->result);
-
-		cJSON_AddRawToObject(o, "result", a->result_json ? a->result_json : res);
-		free(res);
-	} else {
-		cJSON_AddNullToObject(o, "result");
-	}
-	cJSON_AddStringToObject(o, "source", source_name(a->source));
+	buf_puts(&b, "{\"request_id\":");
+	json_buf_string(&b, a->request_id);
+	buf_puts(&b, ",\"route\":");
+	json_buf_string(&b, a->route);
+	buf_puts(&b, ",\"result\":");
+	if (a->result_json) /* printed once (call_answer_finish()), spliced in */
+		buf_puts(&b, a->result_json);
+	else if (a->result)
+		json_buf_item(&b, a->result);
+	else
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"source\":");
+	json_buf_string(&b, source_name(a->source));
+	buf_puts(&b, ",\"backend\":");
 	if (a->backend)
-		cJSON_AddStringToObject(o, "backend", a->backend);
+		json_buf_string(&b, a->backend);
 	else
-		cJSON_AddNullToObject(o, "backend");
-	cJSON_AddNumberToObject(o, "level", a->level);
-	cJSON_AddBoolToObject(o, "degraded", a->degraded);
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"level\":");
+	json_buf_number(&b, a->level);
+	buf_puts(&b, a->degraded ? ",\"degraded\":true,\"reason\":" : ",\"degraded\":false,\"reason\":");
 	if (a->reason[0])
-		cJSON_AddStringToObject(o, "reason", a->reason);
+		json_buf_string(&b, a->reason);
 	else
-		cJSON_AddNullToObject(o, "reason");
+		buf_puts(&b, "null");
+	buf_puts(&b, ",\"confidence\":");
 	if (a->has_confidence)
-		cJSON_AddNumberToObject(o, "confidence", a->confidence);
+		json_buf_number(&b, a->confidence);
 	else
-		cJSON_AddNullToObject(o, "confidence");
-	cJSON_AddStringToObject(o, "review", a->review ? "pending" : "none");
-	cJSON_AddNumberToObject(o, "attempts", a->attempts);
-	cJSON_AddNumberToObject(o, "elapsed_ms", (double)a->elapsed_ms);
-	cJSON_AddBoolToObject(o, "replayed", replayed);
-out:
-	s = json_print(o);
-	cJSON_Delete(o);
-	return s;
+		buf_puts(&b, "null");
+	buf_puts(&b, a->review ? ",\"review\":\"pending\",\"attempts\":" :
+				 ",\"review\":\"none\",\"attempts\":");
+	json_buf_number(&b, a->attempts);
+	buf_puts(&b, ",\"elapsed_ms\":");
+	json_buf_number(&b, (double)a->elapsed_ms);
+	buf_puts(&b, replayed ? ",\"replayed\":true}" : ",\"replayed\":false}");
+	return buf_steal(&b);
 }

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "call.h"
 #include "jsonutil.h"
 
 /* json_print(parse(text)) and cJSON_PrintUnformatted() of the same tree. */
@@ -103,6 +104,69 @@ START_TEST(test_raw_and_null)
 }
 END_TEST
 
+/* The answer a caller gets, field by field, in API.md's order. */
+START_TEST(test_call_answer_json)
+{
+	struct call_answer a;
+	char *s;
+
+	memset(&a, 0, sizeof a);
+	a.http_status = 200;
+	a.source = SOURCE_RULES;
+	a.level = 2;
+	a.degraded = 1;
+	snprintf(a.reason, sizeof a.reason, "breaker_open");
+	a.result = cJSON_Parse("{\"intent\":\"refund\"}");
+	a.has_confidence = 1;
+	a.confidence = 0.6;
+	a.review = 1;
+	a.attempts = 0;
+	a.elapsed_ms = 3;
+	a.request_id = "r-\"1\"";
+	a.route = "intent";
+	s = call_answer_json(&a, 1);
+	ck_assert_str_eq(s, "{\"request_id\":\"r-\\\"1\\\"\",\"route\":\"intent\","
+			    "\"result\":{\"intent\":\"refund\"},\"source\":\"rules\",\"backend\":null,"
+			    "\"level\":2,\"degraded\":true,\"reason\":\"breaker_open\",\"confidence\":0.6,"
+			    "\"review\":\"pending\",\"attempts\":0,\"elapsed_ms\":3,\"replayed\":true}");
+	free(s);
+
+	/* the result printed once elsewhere is spliced in as is */
+	a.result_json = "{\"intent\":\"other\"}";
+	a.source = SOURCE_LLM;
+	a.backend = "primary";
+	a.level = 0;
+	a.degraded = 0;
+	a.reason[0] = '\0';
+	a.has_confidence = 0;
+	a.review = 0;
+	a.attempts = 1;
+	a.elapsed_ms = 120;
+	a.request_id = "r-2";
+	s = call_answer_json(&a, 0);
+	ck_assert_str_eq(s, "{\"request_id\":\"r-2\",\"route\":\"intent\","
+			    "\"result\":{\"intent\":\"other\"},\"source\":\"llm\",\"backend\":\"primary\","
+			    "\"level\":0,\"degraded\":false,\"reason\":null,\"confidence\":null,"
+			    "\"review\":\"none\",\"attempts\":1,\"elapsed_ms\":120,\"replayed\":false}");
+	free(s);
+	cJSON_Delete(a.result);
+
+	/* exhausted */
+	memset(&a, 0, sizeof a);
+	a.http_status = 503;
+	snprintf(a.reason, sizeof a.reason, "no_fallback");
+	a.attempts = 2;
+	a.elapsed_ms = 900;
+	a.request_id = "r-3";
+	a.route = "intent";
+	s = call_answer_json(&a, 0);
+	ck_assert_str_eq(s, "{\"error\":{\"code\":\"exhausted\",\"message\":\"every rung of the "
+			    "ladder failed for route intent (no_fallback)\",\"reason\":\"no_fallback\"},"
+			    "\"request_id\":\"r-3\",\"attempts\":2,\"elapsed_ms\":900}");
+	free(s);
+}
+END_TEST
+
 static Suite *
 jsonutil_suite(void)
 {
@@ -113,6 +177,7 @@ jsonutil_suite(void)
 	tcase_add_test(tc, test_numbers_round_trip);
 	tcase_add_test(tc, test_numbers_exact_text);
 	tcase_add_test(tc, test_raw_and_null);
+	tcase_add_test(tc, test_call_answer_json);
 	suite_add_tcase(s, tc);
 	return s;
 }
