@@ -93,6 +93,69 @@ json_buf_string(struct buf *b, const char *str)
 	return rc;
 }
 
+/*
+ * The common non-integers (a confidence of 0.85, a temperature of 0.2)
+ * without printf and strtod: d is the double nearest to k / 10^n with
+ * n <= 6 and k < 10^15, and 1e-4 <= |d| < 1e15. Then "%.15g" prints
+ * exactly that decimal (15 digits round-trip, DBL_DIG) with trailing
+ * zeros stripped, which is what this writes. 0, or -1: not such a number.
+ */
+static int
+json_short_decimal(double d, char *out, size_t outlen)
+{
+	static const double p10[] = { 1e1, 1e2, 1e3, 1e4, 1e5, 1e6 };
+	double a = fabs(d), x;
+	uint64_t k, ip;
+	char digits[24];
+	int n, i, nd;
+	size_t len = 0;
+
+	if (!(a >= 1e-4 && a < 1e15))
+		return -1;
+	for (n = 0; n < 6; n++) {
+		x = a * p10[n];
+		if (x >= 1e15 || x != floor(x))
+			continue;
+		k = (uint64_t)x;
+		if ((double)k / p10[n] != a)
+			continue;
+		/* k has n + 1 decimals after the point; the last is not 0. */
+		nd = n + 1;
+		ip = k;
+		for (i = 0; i < nd; i++)
+			ip /= 10;
+		{
+			char tmp[24], *p = tmp + sizeof tmp;
+			size_t m;
+
+			do {
+				*--p = (char)('0' + ip % 10);
+				ip /= 10;
+			} while (ip);
+			m = (size_t)(tmp + sizeof tmp - p);
+			if ((size_t)(d < 0) + m + (size_t)nd + 2 > outlen)
+				return -1;
+			if (d < 0)
+				out[len++] = '-';
+			memcpy(out + len, p, m);
+			len += m;
+		}
+		for (i = nd - 1; i >= 0; i--) {
+			digits[i] = (char)('0' + k % 10);
+			k /= 10;
+		}
+		while (nd > 0 && digits[nd - 1] == '0')
+			nd--;
+		if (nd == 0 || len + (size_t)nd + 2 > outlen)
+			return -1;
+		out[len++] = '.';
+		memcpy(out + len, digits, (size_t)nd);
+		out[len + (size_t)nd] = '\0';
+		return 0;
+	}
+	return -1;
+}
+
 int
 json_buf_number(struct buf *b, double d)
 {
@@ -114,6 +177,8 @@ json_buf_number(struct buf *b, double d)
 			*--p = '-';
 		return buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
 	}
+	if (json_short_decimal(d, tmp, sizeof tmp) == 0)
+		return buf_puts(b, tmp);
 	snprintf(tmp, sizeof tmp, "%.15g", d);
 	if (strtod(tmp, NULL) != d)
 		snprintf(tmp, sizeof tmp, "%.17g", d);

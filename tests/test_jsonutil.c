@@ -5,6 +5,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 
 #include "call.h"
 #include "jsonutil.h"
+#include "util.h"
 
 /* json_print(parse(text)) and cJSON_PrintUnformatted() of the same tree. */
 static void
@@ -81,6 +83,44 @@ START_TEST(test_numbers_exact_text)
 		free(s);
 		cJSON_Delete(n);
 	}
+}
+END_TEST
+
+/* The writer's short-decimal path prints what "%.15g" (or "%.17g") would. */
+START_TEST(test_numbers_match_printf)
+{
+	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7 };
+	unsigned long long seed = 88172645463325252ull;
+	char want[40];
+	struct buf b;
+	int i;
+
+	buf_init(&b, 1 << 20);
+	for (i = 0; i < 200000; i++) {
+		double d;
+
+		seed ^= seed << 13;
+		seed ^= seed >> 7;
+		seed ^= seed << 17;
+		/* decimals with 0..7 places, magnitudes 1e-5 .. 1e16, both signs */
+		d = (double)(seed % 100000000ull) / scale[(seed >> 32) % 8];
+		if ((seed >> 40) % 3 == 0)
+			d *= 1e9;
+		if ((seed >> 42) % 5 == 0)
+			d /= 1e4;
+		if ((seed >> 45) & 1)
+			d = -d;
+		if (d == floor(d))
+			continue; /* integers have their own path */
+		snprintf(want, sizeof want, "%.15g", d);
+		if (strtod(want, NULL) != d)
+			snprintf(want, sizeof want, "%.17g", d);
+		buf_reset(&b);
+		ck_assert_int_eq(json_buf_number(&b, d), 0);
+		ck_assert_msg(strcmp(b.data, want) == 0, "%.17g: wrote %s, printf %s", d, b.data,
+			      want);
+	}
+	buf_free(&b);
 }
 END_TEST
 
@@ -176,6 +216,7 @@ jsonutil_suite(void)
 	tcase_add_test(tc, test_print_matches_cjson);
 	tcase_add_test(tc, test_numbers_round_trip);
 	tcase_add_test(tc, test_numbers_exact_text);
+	tcase_add_test(tc, test_numbers_match_printf);
 	tcase_add_test(tc, test_raw_and_null);
 	tcase_add_test(tc, test_call_answer_json);
 	suite_add_tcase(s, tc);
