@@ -455,16 +455,20 @@ call_escalation(struct call *c, enum source src)
 
 /*
  * The call has its answer: record it and hand it to done() — at once, or
- * once its review item is committed (call_review_done()).
+ * once its review item is committed (call_review_done()). result (may be
+ * NULL) becomes the answer's: call_answer_own() takes it, call_answer()
+ * takes a copy.
  */
 static void
-call_answer(struct call *c, unsigned status, enum source src, const char *backend,
-	    const cJSON *result, const char *text, int has_conf, double conf)
+call_answer_own(struct call *c, unsigned status, enum source src, const char *backend,
+		cJSON *result, const char *text, int has_conf, double conf)
 {
 	struct call_answer *a = &c->ans;
 
-	if (c->answered)
+	if (c->answered) {
+		cJSON_Delete(result);
 		return;
+	}
 	c->answered = 1;
 	engine_timer_cancel(c->e, &c->t_deadline);
 	engine_timer_cancel(c->e, &c->t_backoff);
@@ -478,7 +482,7 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 		snprintf(a->reason, sizeof a->reason, "%s", c->reason[0] ? c->reason : "unknown");
 	else
 		a->reason[0] = '\0';
-	a->result = result ? cJSON_Duplicate(result, 1) : NULL;
+	a->result = result;
 	a->text = text ? xstrdup(text) : NULL;
 	a->has_confidence = has_conf;
 	a->confidence = conf;
@@ -492,6 +496,15 @@ call_answer(struct call *c, unsigned status, enum source src, const char *backen
 			  c->req.callback_url, call_review_done, c) == 0)
 		return;
 	call_answer_finish(c);
+}
+
+static void
+call_answer(struct call *c, unsigned status, enum source src, const char *backend,
+	    const cJSON *result, const char *text, int has_conf, double conf)
+{
+	if (!c->answered)
+		call_answer_own(c, status, src, backend, result ? cJSON_Duplicate(result, 1) : NULL,
+				text, has_conf, conf);
 }
 
 /* The second half of call_answer(): render, record, hand to done(), close. */
@@ -1124,8 +1137,10 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 			if (src == SOURCE_LLM)
 				xcheck_maybe_start(c, vr.result, vr.has_confidence, vr.confidence);
 		}
-		call_answer(c, 200, src, b->cfg->name, vr.result, reply.content, vr.has_confidence,
-			    vr.confidence);
+		/* the validated result becomes the answer's (no copy) */
+		call_answer_own(c, 200, src, b->cfg->name, vr.result, reply.content,
+				vr.has_confidence, vr.confidence);
+		vr.result = NULL;
 		goto out;
 	}
 	if (c->answered)
