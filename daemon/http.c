@@ -101,15 +101,11 @@ req_free(struct http_req *r)
 	free(r->url);
 	for (i = 0; i < r->nparams; i++)
 		free(r->params[i]);
-	for (i = 0; i < r->nargs; i++) {
-		free(r->args[i].k);
-		free(r->args[i].v);
-	}
+	for (i = 0; i < r->nargs; i++)
+		free(r->args[i].k); /* v lives in the same block (kv_set) */
 	free(r->args);
-	for (i = 0; i < r->nhdrs; i++) {
+	for (i = 0; i < r->nhdrs; i++)
 		free(r->hdrs[i].k);
-		free(r->hdrs[i].v);
-	}
 	free(r->hdrs);
 	buf_free(&r->body);
 	if (r->stream) {
@@ -117,10 +113,8 @@ req_free(struct http_req *r)
 		free(r->stream);
 	}
 	free(r->resp_body);
-	for (i = 0; i < r->nresp_hdrs; i++) {
+	for (i = 0; i < r->nresp_hdrs; i++)
 		free(r->resp_hdrs[i].k);
-		free(r->resp_hdrs[i].v);
-	}
 	free(r);
 }
 
@@ -200,6 +194,18 @@ endpoint_find(struct http_req *r, const struct endpoint **out, char *allow, size
 	return path_seen ? 405 : 404;
 }
 
+/* A name and its value copied into one block: k owns it, v points inside. */
+static void
+kv_set(struct http_kv *kv, const char *key, const char *value)
+{
+	size_t kl = strlen(key), vl = strlen(value);
+
+	kv->k = xmalloc(kl + vl + 2);
+	memcpy(kv->k, key, kl + 1);
+	kv->v = kv->k + kl + 1;
+	memcpy(kv->v, value, vl + 1);
+}
+
 static enum MHD_Result
 collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -216,9 +222,10 @@ collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *valu
 	}
 	if (*np >= MAX_HEADERS)
 		return MHD_YES;
-	*vp = xrealloc(*vp, (size_t)(*np + 1) * sizeof **vp);
-	(*vp)[*np].k = xstrdup(key);
-	(*vp)[*np].v = xstrdup(value ? value : "");
+	/* grows 8, 16, 32, 64: one allocation for a usual request */
+	if (*np == 0 || (*np >= 8 && (*np & (*np - 1)) == 0))
+		*vp = xrealloc(*vp, (size_t)(*np < 8 ? 8 : 2 * *np) * sizeof **vp);
+	kv_set(&(*vp)[*np], key, value ? value : "");
 	(*np)++;
 	return MHD_YES;
 }
@@ -251,8 +258,7 @@ http_req_add_header(struct http_req *r, const char *name, const char *value)
 {
 	if (r->nresp_hdrs >= HTTP_MAX_RESP_HEADERS)
 		return;
-	r->resp_hdrs[r->nresp_hdrs].k = xstrdup(name);
-	r->resp_hdrs[r->nresp_hdrs].v = xstrdup(value);
+	kv_set(&r->resp_hdrs[r->nresp_hdrs], name, value);
 	r->nresp_hdrs++;
 }
 

@@ -33,6 +33,7 @@ enum http_access {
 	ACCESS_OPERATOR,
 };
 
+/* One allocation: k owns it, v points inside (http.c kv_set()). */
 struct http_kv {
 	char *k;
 	char *v;

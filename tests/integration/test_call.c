@@ -147,6 +147,39 @@ START_TEST(fast_path_normal_answer)
 }
 END_TEST
 
+/*
+ * Request headers are kept in a table that grows 8, 16, 32, 64: the
+ * header after forty others (X-Request-ID) is still found, and the
+ * answer's headers carry it.
+ */
+START_TEST(many_request_headers)
+{
+	char names[41][48], url[160];
+	const char *hdrs[42];
+	struct http_resp r;
+	cJSON *o;
+	int i;
+
+	start(FAST_BACKEND, FAST_ROUTE);
+	for (i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof names[i], "X-Pad-%02d: value-%02d", i, i);
+		hdrs[i] = names[i];
+	}
+	snprintf(names[40], sizeof names[40], "X-Request-ID: many-hdrs-1");
+	hdrs[40] = names[40];
+	hdrs[41] = NULL;
+	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
+	ck_assert_int_eq(http_do("POST", url, "{\"input\":\"I want my money back\"}", hdrs, 10000, &r),
+			 0);
+	ck_assert_msg(r.status == 200, "status %ld: %s", r.status, r.body);
+	ck_assert_ptr_nonnull(strcasestr(r.headers, "X-Request-ID: many-hdrs-1\r\n"));
+	o = itd_json(&r);
+	ck_assert_str_eq(itd_str(o, "request_id"), "many-hdrs-1");
+	cJSON_Delete(o);
+	http_resp_free(&r);
+}
+END_TEST
+
 START_TEST(fast_path_hang_degrades_at_budget_not_twice)
 {
 	double el;
@@ -689,6 +722,7 @@ call_suite(void)
 #define ADD(t) ITD_ADD_TEST(s, t, NULL, teardown, 60)
 
 	ADD(fast_path_normal_answer);
+	ADD(many_request_headers);
 	ADD(fast_path_hang_degrades_at_budget_not_twice);
 	ADD(breaker_opens_after_three_then_probe_closes);
 	tc = tcase_create("retry_class_table");
