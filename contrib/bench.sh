@@ -210,88 +210,101 @@ sent upstream, and written in turns of one thread; the SQLite writer is
 the only other busy thread. All runtime state lives on that thread
 unlocked.
 
-This round (session 3), found with the profile above and same-run A/B
-measurements (the machine's own noise is +-30 % between repetitions, so
-each change was measured against the previous binary back to back):
+This round (session 4), measured against the previous binary back to back
+(the machine's own noise is +-30 % between repetitions; A/B runs
+alternate the two binaries and compare the quiet rounds):
 
-- **Generated request ids sort by time** (UUIDv7-shaped: wall-clock ms
-  first). With random ids every insert into the unique
-  (route, request_id) index of `calls` landed on a random leaf page, and
-  once that index outgrew SQLite's page cache the writer reread and
-  rewrote about one page per call (`pread`/`pwrite` in the profile).
-  Writer CPU per call at c=64: 28-38 us -> 9-10 us.
-- **libcurl easy handles are reused** (a pool of up to 128, reset between
-  attempts): no `curl_easy_init`/cleanup per attempt and none of the large
-  frees that made glibc consolidate its fastbins. Engine instructions per
-  call (callgrind): 289 k -> 278 k.
-- **Upstream request bodies are written straight into a buffer** (no cJSON
-  tree per attempt; committed after the run above): 278 k -> 265 k
-  engine instructions per call.
-- **The SQLite writer runs SCHED_IDLE** (raised to normal scheduling while
-  a backlog of cap/8 rows waits, while a caller waits on a commit, and at
-  close; only where the policy can be undone). At nice 10 alone a batch
-  still held a core a call needed: p99 at concurrency 1 through the model
-  path 3.5 ms -> 0.52 ms in an A/B, rule-engine answers ~2.2 ms -> ~0.4 ms.
-  No row lost: bench_lograte stays lossless to 60-100 k calls/s, and the
-  end-to-end check finds every calls and attempts row.
-- Tried and reverted: starting a call's budget when the kernel received
-  the request (TCP_INFO `tcpi_last_data_recv`) during a busy stretch. One
-  burst run went from +135 ms to +10 ms (p99, caller's clock), the next
-  ones were no better than without it: from epoll_wait alone the loop
-  cannot tell reliably that it has caught up, and even with exact arrival
-  times 1,000 deadlines in the same few ms need more than the 50 ms
-  reserve DESIGN.md allows to answer them all (~50-100 us each).
+- **libcurl's connection sockets stay in the epoll set between attempts.**
+  libcurl says "remove" when a transfer ends and "watch" when the next
+  attempt reuses the connection a moment later: an epoll_ctl DEL + ADD per
+  call, and every syscall pays the hypervisor here. Sockets we open for
+  libcurl (CURLOPT_OPENSOCKETFUNCTION; their close is seen through
+  CURLOPT_CLOSESOCKETFUNCTION) linger in the set; an event while nobody
+  wants one (the server closed the idle connection) takes it out then.
+  perf stat (syscall tracepoints, c=64): epoll_ctl 3.9 -> 1.9 per call.
+- **Fewer allocations and no printf on the answer path**: the caller's
+  answer is written straight into a buffer (no cJSON tree), short
+  decimals (a confidence, a temperature) are written from their digits
+  ("%.15g" + strtod cost ~2.5 k instructions per number; a unit test
+  compares 200,000 random decimals with printf), a model answer keeps its
+  validated result instead of a copy, and an HTTP header is one
+  allocation (17 -> 5 per call for the headers).
+- Together, A/B at c=64 (4 rounds x 3 runs, alternating): CPU per call
+  ~92-95 us -> ~80-87 us in the quiet rounds.
+- **Promises no longer stop the loop** (the outage path, not a target
+  here): a job accepted at L3, a job's result and a review item were
+  committed with one fsync each while the engine thread waited. They now
+  go to the writer as commit-later requests; the connection waits, the
+  loop goes on, and the promises of one turn share one fsync. Forced L3
+  (wrk, nginx, 5 s): c=16 2,325 -> 14,550 accepts/s, c=64 2,620 ->
+  25,380/s; 60 concurrent accepts cost 1-3 fsyncs instead of 60. The
+  in-memory job queue is now a window of the oldest 10,000 jobs (the rest
+  wait in the table), so such a rate cannot exhaust memory.
+
+Earlier rounds: request ids that sort by time (writer CPU per call 28-38
+-> 9-10 us), reused easy handles, upstream bodies written into a buffer,
+the writer in SCHED_IDLE (model path p99 at c=1 3.5 -> 0.5 ms), one event
+loop for HTTP and upstreams, the crowd reserve for bursts of deadlines.
+Tried and reverted: starting a call's budget when the kernel received the
+request (TCP_INFO `tcpi_last_data_recv`) during a busy stretch: not
+reliable (one run +10 ms, the next ones no better than without it).
 
 What is still missed, and why:
 
-- **Throughput at c=64 and CPU per call.** One loop runs one core:
-  ~10-13 k calls/s against nginx (nginx alone: ~40-70 k/s on this shared
-  machine), ~0.16-0.19x, not 0.35x; that needs ~20 k calls/s, i.e. a
-  second loop (SO_REUSEPORT shards with breaker and bulkhead counts
-  shared) -- not built. CPU per call in quiet repetitions is ~80-95 us
-  (engine ~70-85, writer ~9-10), in busy ones 100-160 us; the table gives
-  this run's median. About half the engine's time is the kernel (the
-  hypervisor's `pvm_irq_enable` on every syscall and loopback softirq):
-  ~9 syscalls per call, set by the libraries (libmicrohttpd: recv until
-  EAGAIN, epoll_ctl on suspend and on resume; libcurl 7.88: a liveness
-  poll() before reusing a connection and one after sending). Of the
-  user-space half, malloc/free is the largest part (cJSON trees for the
-  request, the upstream body, the reply and the answer), then libcurl's
-  request formatting and URL handling.
-- **Fallback p99 at c=1** (~0.4 ms, target 0.2): the p50 is that of nginx
-  and the rule engine is 1-4 us; with no log rows at all the p99 is
+- **CPU per call at c=64** (target 80 us): this run's repetitions were
+  80.0, 80.4, 85.5, 86.1 and 98.3 us (median 85.5; session 3's run: 91-112,
+  median 95): the quiet ones are at the target, the median is not. What a call costs now: ~8 syscalls
+  on the engine thread, set by the libraries (libmicrohttpd: a recv until
+  EAGAIN after resuming and an epoll_ctl on suspend and on resume;
+  libcurl 7.88: a liveness poll() before reusing a connection and one
+  after sending), about half of the engine's time in the kernel (the
+  hypervisor's `pvm_irq_enable` on every syscall and loopback softirq);
+  in user space malloc/free is still the largest item (~15 % of the
+  daemon's CPU in perf: cJSON trees for the request, the upstream reply
+  and the validated result; libcurl's own), then libcurl's request
+  formatting; the writer thread ~10 us per call (SQLite inserting the
+  calls and attempts rows and their indexes).
+- **Throughput at c=64** (0.35x): one loop runs one core, ~12-14 k
+  calls/s against nginx (nginx alone: ~60-80 k/s here). 0.35x needs
+  ~21-28 k calls/s: a second loop (SO_REUSEPORT shards with breaker and
+  bulkhead counts shared) and, since wrk and nginx share the same two
+  cores, CPU per call near 60 us as well -- not built.
+- **Fallback p99 at c=1** (target 0.2 ms; this run's repetitions
+  0.45-0.97 ms, A/B runs of this binary and the previous one alternated:
+  both 0.34-0.7 ms, the same within the noise): the p50 is that of
+  nginx and the rule engine is 1-4 us; with no log rows at all the p99 is
   0.13-0.16 ms (measured by switching the rows off in a test build). What
   remains comes with the writer's work even at SCHED_IDLE: scheduler
-  tracepoints (perf, sched_wakeup/sched_switch, 1 s of this load) put the
-  engine thread's wake-to-run delay at p50 23 us, p99 76 us, max 540 us,
-  and the slowest cases followed the writer or the block layer's
-  high-priority kworker (nice -20) completing the writer's WAL writes and
-  checkpoint fsyncs on the engine's core: kernel work no thread policy
-  of ours can lower. Pinning the writer and the engine thread to
+  tracepoints put the engine thread's wake-to-run delay at p50 23 us, p99
+  76 us, max 540 us, the slowest cases after the writer or the block
+  layer's high-priority kworker (nice -20) completing the writer's WAL
+  writes and checkpoint fsyncs on the engine's core: kernel work no
+  thread policy of ours lowers. Pinning the writer and the engine to
   different cores would; not done (it fights the cpusets of containers).
 - **Deadline under a burst, caller's clock.** On the daemon's clock the
   crowd reserve keeps the burst within the target; on the caller's clock
   the last requests wait ~100+ ms in the kernel before the loop reads
-  them (about 0.1 ms each); see the reverted attempt above.
+  them (about 0.1 ms each, a new connection and a new upstream connection
+  per call).
 - **10,000 waiting calls: RSS.** Over HTTP/1.1 they need 20,040
   descriptors and this machine's hard limit is 20,000: that level runs
   over HTTP/2 (~110-120 upstream connections). All answered by the model,
   none late, threads constant; RSS ~37 KB per waiting call. massif at
-  1,000 waiting calls, per call: libmicrohttpd's connection pool 16 KiB
-  (zeroed, so resident), libcurl's upload buffer for h2 streams 16 KiB
-  (its minimum), the easy handle 5.4 KB, the receive buffer 4 KiB, our
-  call + attempt + request ~2 KB. Tried: mmap for allocations >= 16 KiB
-  (glibc tunable): 128 -> 115 MB at 3,000 over h2, CPU per waiting call
-  doubled; an 8 KiB MHD pool saves ~3.5 KB per call but then MHD drops
-  requests with > ~7.5 KB of headers without an answer. 150 MB needs
-  ~13 KB per call: no MHD connection and no libcurl handle per waiting
-  call.
+  1,000 waiting calls, per call: libmicrohttpd's connection pool 16 KiB,
+  libcurl's upload buffer for h2 streams 16 KiB (its minimum; libcurl
+  7.88 sends an h2 request body through it and keeps it until the handle
+  is reset), the easy handle 5.4 KB, the receive buffer 4 KiB, our call +
+  attempt + request ~2 KB. Tried: mmap for allocations >= 16 KiB (glibc
+  tunable): 128 -> 115 MB at 3,000 over h2, CPU per waiting call doubled;
+  an 8 KiB MHD pool saves ~3.5 KB per call but then MHD drops requests
+  with > ~7.5 KB of headers without an answer. 150 MB needs ~13 KB per
+  call: no MHD connection and no libcurl handle per waiting call.
 
-Met: added latency at c=1 in quiet repetitions (~80-100 us; busy ones
-110-150), 10,000 waiting calls answered by the model with constant
-threads, deadline precision paced (both clocks) and burst (daemon clock),
-the rule engine (1-4 us per input of 200 characters with 100 rules), the
-SQLite writer (bench_store ~0.3 M rows/s; no row lost at 20 k calls/s),
-the console (< 3 % of a core with 200 routes and 200 backends).
+Met: added latency at c=1, 10,000 waiting calls answered by the model
+with constant threads, deadline precision paced (both clocks) and burst
+(daemon clock), the rule engine (1-4 us per input of 200 characters with
+100 rules), the SQLite writer (bench_store ~0.3 M rows/s; no row lost at
+20 k calls/s), the console (< 3 % of a core with 200 routes and 200
+backends).
 ANALYSIS_END
 ANALYSIS
