@@ -372,53 +372,53 @@ handle_metrics(struct http_req *r, struct engine *e)
 	}
 	metrics_reviews(&m, e, now_wall);
 	store_get_stats(e->store, &ss);
-	metrics_family(&m, "fusebox_log_rows_dropped_total", METRICS_COUNTER,
-		       "Log rows refused because the SQLite writer queue was full.");
-	metrics_sample(&m, "fusebox_log_rows_dropped_total", NULL, 0, (double)ss.dropped);
-	metrics_family(&m, "fusebox_log_queue_rows", METRICS_GAUGE,
-		       "Log rows waiting for the SQLite writer.");
-	metrics_sample(&m, "fusebox_log_queue_rows", NULL, 0, (double)ss.queued);
-	metrics_family(&m, "fusebox_log_writer_boosts_total", METRICS_COUNTER,
-		       "Times the idle-priority SQLite writer was raised to normal scheduling "
-		       "(backlog, a commit waited on, shutdown).");
-	metrics_sample(&m, "fusebox_log_writer_boosts_total", NULL, 0, (double)ss.boosts);
-	metrics_family(&m, "fusebox_jobs_queued", METRICS_GAUGE,
-		       "Async jobs (L3, mode async) committed and waiting to run.");
-	metrics_sample(&m, "fusebox_jobs_queued", NULL, 0, (double)jobs_queued(e->jobs));
-	metrics_family(&m, "fusebox_jobs_running", METRICS_GAUGE, "Async jobs running now.");
-	metrics_sample(&m, "fusebox_jobs_running", NULL, 0, (double)jobs_running(e->jobs));
-	metrics_family(&m, "fusebox_store_promises_total", METRICS_COUNTER,
-		       "Durable writes requested (jobs accepted, results, reviews, overrides, audit).");
-	metrics_sample(&m, "fusebox_store_promises_total", NULL, 0, (double)ss.requests);
-	metrics_family(&m, "fusebox_store_sync_commits_total", METRICS_COUNTER,
-		       "Transactions committed with synchronous=FULL (one fsync each; "
-		       "promises made together share one).");
-	metrics_sample(&m, "fusebox_store_sync_commits_total", NULL, 0, (double)ss.sync_commits);
 	{
-		/* engine counters without a label */
+		/* the samples without a label */
 		const struct {
-			const char *name, *help;
-			uint64_t v;
+			const char *name;
+			enum metrics_type type;
+			const char *help;
+			double v;
 		} ec[] = {
-			{ "fusebox_replays_total",
+			{ "fusebox_log_rows_dropped_total", METRICS_COUNTER,
+			  "Log rows refused because the SQLite writer queue was full.",
+			  (double)ss.dropped },
+			{ "fusebox_log_queue_rows", METRICS_GAUGE,
+			  "Log rows waiting for the SQLite writer.", (double)ss.queued },
+			{ "fusebox_log_writer_boosts_total", METRICS_COUNTER,
+			  "Times the idle-priority SQLite writer was raised to normal scheduling "
+			  "(backlog, a commit waited on, shutdown).",
+			  (double)ss.boosts },
+			{ "fusebox_jobs_queued", METRICS_GAUGE,
+			  "Async jobs (L3, mode async) committed and waiting to run.",
+			  (double)jobs_queued(e->jobs) },
+			{ "fusebox_jobs_running", METRICS_GAUGE, "Async jobs running now.",
+			  (double)jobs_running(e->jobs) },
+			{ "fusebox_store_promises_total", METRICS_COUNTER,
+			  "Durable writes requested (jobs accepted, results, reviews, overrides, audit).",
+			  (double)ss.requests },
+			{ "fusebox_store_sync_commits_total", METRICS_COUNTER,
+			  "Transactions committed with synchronous=FULL (one fsync each; "
+			  "promises made together share one).",
+			  (double)ss.sync_commits },
+			{ "fusebox_replays_total", METRICS_COUNTER,
 			  "Calls answered from the idempotency table (replay or single flight): no calls row",
-			  e->counters.replays },
-			{ "fusebox_rejected_inflight_total", "Calls refused 429: max_inflight reached",
-			  e->counters.rejected_inflight },
-			{ "fusebox_wire_resends_total",
+			  (double)e->counters.replays },
+			{ "fusebox_rejected_inflight_total", METRICS_COUNTER,
+			  "Calls refused 429: max_inflight reached", (double)e->counters.rejected_inflight },
+			{ "fusebox_wire_resends_total", METRICS_COUNTER,
 			  "Requests libcurl re-sent on a dead reused connection (each an attempt)",
-			  e->counters.wire_resends },
+			  (double)e->counters.wire_resends },
+			{ "fusebox_inflight_calls", METRICS_GAUGE, "Calls admitted and not yet answered.",
+			  (double)e->inflight },
 		};
 		size_t k;
 
 		for (k = 0; k < ARRAY_SIZE(ec); k++) {
-			metrics_family(&m, ec[k].name, METRICS_COUNTER, ec[k].help);
-			metrics_sample(&m, ec[k].name, NULL, 0, (double)ec[k].v);
+			metrics_family(&m, ec[k].name, ec[k].type, ec[k].help);
+			metrics_sample(&m, ec[k].name, NULL, 0, ec[k].v);
 		}
 	}
-	metrics_family(&m, "fusebox_inflight_calls", METRICS_GAUGE,
-		       "Calls admitted and not yet answered.");
-	metrics_sample(&m, "fusebox_inflight_calls", NULL, 0, (double)e->inflight);
 	ret = metrics_finish(&m, &body, &len);
 	if (ret != 0) {
 		http_respond_error(r, 500, "internal", "metrics: %s", strerror(-ret));
