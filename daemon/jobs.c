@@ -62,10 +62,11 @@ struct job {
  * oldest. An outage at full traffic accepts tens of thousands of jobs a
  * second, and each costs ~0.3 KB here; the rest wait in the jobs table
  * only (nspilled of them, all with ids above last_id) and are read back,
- * oldest first, as the window drains. Every unfinished job with an id <=
- * last_id is in memory.
+ * oldest first, as the window drains (at most JOBS_LOAD_MAX a tick). Every
+ * unfinished job with an id <= last_id is in memory.
  */
 #define JOBS_MEM_MAX 10000
+#define JOBS_LOAD_MAX 256 /* rows read back per tick */
 
 struct jobs {
 	struct engine *e;
@@ -150,15 +151,15 @@ job_append(struct jobs *j, struct job *jb)
 }
 
 /*
- * A job's state changes here, in memory and in its row. "running" is
- * written asynchronously (a crash re-runs the job anyway); "done" and
- * "failed" come through job_done(), which commits them first.
+ * A job's state changes here, with the counts. Its row: "running" is
+ * written here, asynchronously (a crash re-runs the job anyway); "done"
+ * and "failed" were committed by job_done() before they get here.
  */
 static void
-job_set_state(struct jobs *j, struct job *jb, enum job_state to, const char *response)
+job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 {
 	struct store_val v[] = { SVT(job_state_names[to]), SVI(clock_wall_ms()), SVI(jb->tries),
-				 SVT(response), SVT(jb->request_id) };
+				 SVN, SVT(jb->request_id) };
 
 	if (jb->state == to)
 		return;
@@ -196,8 +197,7 @@ job_recorded(struct engine *e, void *arg, int rc, int64_t rowid, const char *cau
 	if (rc != 0)
 		log_error("jobs", "%s: cannot record the result: %s", jb->request_id,
 			  cause ? cause : "?");
-	j->nrunning--;
-	jb->state = jr->to;
+	job_set_state(j, jb, jr->to);
 	cb = body ? cJSON_GetObjectItemCaseSensitive(body, "callback_url") : NULL;
 	if (cJSON_IsString(cb) && e->notify) {
 		cJSON *msg = cJSON_Parse(jr->response);
@@ -234,7 +234,6 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 	jr->jb = jb;
 	jr->to = a->http_status == 200 ? JOB_DONE : JOB_FAILED;
 	jr->response = xstrdup(a->json);
-	log_debug("jobs", "%s: running -> %s", jb->request_id, job_state_names[jr->to]);
 	{
 		struct store_val v[] = { SVT(job_state_names[jr->to]), SVI(clock_wall_ms()),
 					 SVI(jb->tries), SVT(jr->response), SVT(jb->request_id) };
@@ -298,8 +297,10 @@ jobs_tick(struct jobs *j)
 		runnable = engine_route_level(e, i) < 3;
 	if (!runnable)
 		return;
-	if (j->nspilled > 0 && j->nqueued < j->mem_max / 2)
-		jobs_load(j, j->mem_max - j->nqueued);
+	/* A few rows a tick (the loop does not stall on a big read): the
+	 * window loses at most JOBS_START_PER_TICK jobs a tick. */
+	if (j->nspilled > 0 && j->nqueued < j->mem_max)
+		jobs_load(j, MIN(j->mem_max - j->nqueued, JOBS_LOAD_MAX));
 	if (j->nqueued == 0)
 		return;
 	for (jb = j->head; jb && started < JOBS_START_PER_TICK && j->nrunning < JOBS_MAX_RUNNING;
@@ -314,7 +315,7 @@ jobs_tick(struct jobs *j)
 		if (route < 0 || engine_route_level(e, route) >= 3)
 			continue; /* a route gone by reload waits for one that brings it back */
 		jb->tries++;
-		job_set_state(j, jb, JOB_RUNNING, NULL);
+		job_set_state(j, jb, JOB_RUNNING);
 		job_call_req(jb, route, &cr);
 		started++;
 		call_start(e, &cr, job_done, jb);
