@@ -607,7 +607,9 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	const char *hdrs[] = { "X-Fusebox-Budget-Ms: 2500", "X-Request-ID: hdr-7", NULL };
 	char url[128], *v;
 
-	start("\"headers\":{\"X-Extra\":\"yes\"}", "\"budget_ms\":6000");
+	setenv("FB_TEST_UPSTREAM_KEY", "sk-test-4711", 1);
+	start("\"headers\":{\"X-Extra\":\"yes\"},\"api_key_env\":\"FB_TEST_UPSTREAM_KEY\"",
+	      "\"budget_ms\":6000");
 	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
 	ck_assert_int_eq(http_do("POST", url, "{\"input\":\"refund\"}", hdrs, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
@@ -632,11 +634,14 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	ck_assert_str_eq(itd_str(h, "x-request-id"), "hdr-7");
 	ck_assert_str_eq(itd_str(h, "x-fusebox-attempt"), "1");
 	ck_assert_str_eq(itd_str(h, "x-extra"), "yes");
+	ck_assert_str_eq(itd_str(h, "content-type"), "application/json");
+	ck_assert_str_eq(itd_str(h, "authorization"), "Bearer sk-test-4711");
 	maxwait = itd_str(h, "x-max-wait");
 	ck_assert_msg(atoi(maxwait) > 2300 && atoi(maxwait) <= 2500, "X-Max-Wait %s", maxwait);
 	cJSON_Delete(st);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='hdr-7' AND budget_ms=2500"), 1);
+	unsetenv("FB_TEST_UPSTREAM_KEY");
 }
 END_TEST
 
