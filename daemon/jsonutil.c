@@ -93,25 +93,37 @@ json_buf_string(struct buf *b, const char *str)
 	return rc;
 }
 
+/* u's decimal digits written backwards, ending just before end; the first. */
+static char *
+digits_back(char *end, uint64_t u)
+{
+	do {
+		*--end = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	return end;
+}
+
 /*
  * The common non-integers (a confidence of 0.85, a temperature of 0.2)
  * without printf and strtod: d is the double nearest to k / 10^n with
  * n <= 6 and k < 10^15, and 1e-4 <= |d| < 1e15. Then "%.15g" prints
  * exactly that decimal (15 digits round-trip, DBL_DIG) with trailing
- * zeros stripped, which is what this writes. 0, or -1: not such a number.
+ * zeros stripped, which is what this writes, backwards, ending just before
+ * end (at most 17 characters). The text's first character, or NULL: not
+ * such a number.
  */
-static int
-json_short_decimal(double d, char *out, size_t outlen)
+static char *
+json_short_decimal(double d, char *end)
 {
 	static const double p10[] = { 1e1, 1e2, 1e3, 1e4, 1e5, 1e6 };
 	double a = fabs(d), x;
-	uint64_t k, ip;
-	char digits[24];
-	int n, i, nd;
-	size_t len = 0;
+	uint64_t k;
+	char *p;
+	int n, i, trailing;
 
 	if (!(a >= 1e-4 && a < 1e15))
-		return -1;
+		return NULL;
 	for (n = 0; n < 6; n++) {
 		x = a * p10[n];
 		if (x >= 1e15 || x != floor(x))
@@ -119,66 +131,42 @@ json_short_decimal(double d, char *out, size_t outlen)
 		k = (uint64_t)x;
 		if ((double)k / p10[n] != a)
 			continue;
-		/* k has n + 1 decimals after the point; the last is not 0. */
-		nd = n + 1;
-		ip = k;
-		for (i = 0; i < nd; i++)
-			ip /= 10;
-		{
-			char tmp[24], *p = tmp + sizeof tmp;
-			size_t m;
-
-			do {
-				*--p = (char)('0' + ip % 10);
-				ip /= 10;
-			} while (ip);
-			m = (size_t)(tmp + sizeof tmp - p);
-			if ((size_t)(d < 0) + m + (size_t)nd + 2 > outlen)
-				return -1;
-			if (d < 0)
-				out[len++] = '-';
-			memcpy(out + len, p, m);
-			len += m;
+		/* k's last n + 1 digits are the decimals; trailing zeros go */
+		p = end;
+		for (i = 0, trailing = 1; i <= n; i++, k /= 10) {
+			if (trailing && k % 10 == 0)
+				continue;
+			trailing = 0;
+			*--p = (char)('0' + k % 10);
 		}
-		for (i = nd - 1; i >= 0; i--) {
-			digits[i] = (char)('0' + k % 10);
-			k /= 10;
-		}
-		while (nd > 0 && digits[nd - 1] == '0')
-			nd--;
-		if (nd == 0 || len + (size_t)nd + 2 > outlen)
-			return -1;
-		out[len++] = '.';
-		memcpy(out + len, digits, (size_t)nd);
-		out[len + (size_t)nd] = '\0';
-		return 0;
+		if (trailing)
+			return NULL; /* no decimals: an integer, printed elsewhere */
+		*--p = '.';
+		p = digits_back(p, k);
+		if (d < 0)
+			*--p = '-';
+		return p;
 	}
-	return -1;
+	return NULL;
 }
 
 int
 json_buf_number(struct buf *b, double d)
 {
-	char tmp[32], *p = tmp + sizeof tmp;
-	uint64_t u;
-	int neg;
+	char tmp[32], *end = tmp + sizeof tmp, *p;
 
 	if (!isfinite(d))
 		return buf_puts(b, "null");
 	/* Integers below 2^53 are exact: digits, no printf. */
 	if (d == floor(d) && fabs(d) < 9007199254740992.0) {
-		neg = d < 0;
-		u = (uint64_t)(neg ? -d : d);
-		do {
-			*--p = (char)('0' + u % 10);
-			u /= 10;
-		} while (u);
-		if (neg)
+		p = digits_back(end, (uint64_t)fabs(d));
+		if (d < 0)
 			*--p = '-';
-		return buf_append(b, p, (size_t)(tmp + sizeof tmp - p));
+		return buf_append(b, p, (size_t)(end - p));
 	}
-	if (json_short_decimal(d, tmp, sizeof tmp) == 0)
-		return buf_puts(b, tmp);
+	p = json_short_decimal(d, end);
+	if (p != NULL)
+		return buf_append(b, p, (size_t)(end - p));
 	snprintf(tmp, sizeof tmp, "%.15g", d);
 	if (strtod(tmp, NULL) != d)
 		snprintf(tmp, sizeof tmp, "%.17g", d);
