@@ -729,6 +729,15 @@ struct review_enqueue {
 	int64_t now_wall_ms;
 };
 
+static void
+review_enqueue_free(struct review_enqueue *q)
+{
+	free(q->route);
+	free(q->reason);
+	free(q->request_id);
+	free(q);
+}
+
 /* The row is committed (or not): count it, tell the caller, run the overflow policy. */
 static void
 review_q_enqueued(struct engine *e, void *arg, int rc, int64_t rowid, const char *cause)
@@ -759,10 +768,7 @@ review_q_enqueued(struct engine *e, void *arg, int rc, int64_t rowid, const char
 			  ocause ? ocause : "failed");
 out:
 	free(ocause);
-	free(q->route);
-	free(q->reason);
-	free(q->request_id);
-	free(q);
+	review_enqueue_free(q);
 }
 
 int
@@ -814,10 +820,7 @@ review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_
 	}
 	if (r != 0) {
 		*cause = xasprintf("review enqueue: the store refused the item (%d)", r);
-		free(q->route);
-		free(q->reason);
-		free(q->request_id);
-		free(q);
+		review_enqueue_free(q);
 		r = REVIEW_Q_E_STORE;
 	}
 	free(res);
