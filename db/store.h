@@ -159,6 +159,7 @@ struct store_stats {
 	uint64_t boost_errors;	/* raising it failed (logged once) */
 	int writer_idle;	/* the writer runs SCHED_IDLE when nothing presses */
 	uint64_t requests;	/* commit-now and commit-later requests queued (not flushes) */
+	uint64_t spare_blocks;	/* written rows' blocks kept for reuse by producers */
 };
 
 /*

@@ -98,14 +98,21 @@ put_event(struct store *st, int64_t at, const char *kind)
 }
 
 static void
-put_attempt(struct store *st, int64_t id, int64_t started_at)
+put_attempt_raw(struct store *st, int64_t id, int64_t started_at,
+    const char *raw_output)
 {
 	struct store_val v[17] = { SVI(id), SVI(id / 2), SVT("req"),
 	    SVT("route-a"), SVT("be"), SVI(1), SVI(started_at), SVI(1000),
 	    SVI(1), SVI(2), SVI(3), SVI(200), SVT("ok"), SVN, SVI(10),
-	    SVI(20), SVT("{\"x\":1}") };
+	    SVI(20), SVT(raw_output) };
 
 	ck_assert_int_eq(store_put(st, STORE_ATTEMPT_INSERT, v, 17), 0);
+}
+
+static void
+put_attempt(struct store *st, int64_t id, int64_t started_at)
+{
+	put_attempt_raw(st, id, started_at, "{\"x\":1}");
 }
 
 /*
@@ -187,6 +194,64 @@ START_TEST(test_async_rows_after_flush)
 	ck_assert_uint_eq(stats.dropped, 0);
 	ck_assert_uint_eq(stats.errors, 0);
 	ck_assert_uint_eq(stats.queued, 0);
+	store_close(st);
+}
+END_TEST
+
+/*
+ * The writer hands written rows' blocks back for reuse: the same rows again
+ * take no new blocks; a reused block never shows an earlier row's text;
+ * rows too large for a spare block (> 8 KiB) work as well; what is kept is
+ * bounded (1 MiB per block size: 2048 blocks of 512 B).
+ */
+START_TEST(test_row_blocks_reused)
+{
+	struct store *st = open_store(8192);
+	struct store_stats s1, s2, s3;
+	sqlite3 *blocker = NULL;
+	char *raw = malloc(12000);
+	size_t len;
+	int i, round;
+
+	ck_assert_ptr_nonnull(raw);
+	for (round = 0; round < 2; round++) {
+		for (i = 0; i < 200; i++) {
+			len = (size_t)(i * 53) % 11000 + 1;
+			memset(raw, 'a' + (i + round) % 26, len);
+			raw[len] = '\0';
+			put_attempt_raw(st, round * 1000 + i + 1, (int64_t)len,
+			    raw);
+		}
+		ck_assert_int_eq(store_flush(st), 0);
+		store_get_stats(st, round == 0 ? &s1 : &s2);
+	}
+	free(raw);
+	ck_assert_uint_gt(s1.spare_blocks, 0);
+	ck_assert_uint_lt(s1.spare_blocks, 200);	/* rows > 8 KiB: freed */
+	ck_assert_uint_eq(s2.spare_blocks, s1.spare_blocks);
+	/* Every text whole: its length (started_at), one letter throughout,
+	 * the letter of its own row and round. */
+	ck_assert_int_eq(count("SELECT count(*) FROM attempts WHERE "
+	    "length(raw_output) = started_at AND "
+	    "replace(raw_output, substr(raw_output, 1, 1), '') = '' AND "
+	    "unicode(raw_output) = 97 + (((id - 1) % 1000) + (id > 1000)) % 26"),
+	    400);
+
+	/* 3,000 small rows alive at once (the writer waits for another
+	 * connection's write lock meanwhile): at most 2,048 blocks kept. */
+	ck_assert_int_eq(sqlite3_open(db_path, &blocker), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL,
+	    NULL), SQLITE_OK);
+	for (i = 0; i < 3000; i++)
+		put_event(st, 1000 + i, "small");
+	ck_assert_int_eq(sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL),
+	    SQLITE_OK);
+	sqlite3_close(blocker);
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &s3);
+	ck_assert_uint_eq(s3.spare_blocks, s2.spare_blocks + 2048);
+	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE "
+	    "kind = 'small'"), 3000);
 	store_close(st);
 }
 END_TEST
@@ -1083,6 +1148,7 @@ store_suite(void)
 	suite_add_tcase(s, tc);						\
 } while (0)
 	TC("async_rows_after_flush", test_async_rows_after_flush);
+	TC("row_blocks_reused", test_row_blocks_reused);
 	TC("column_order", test_column_order);
 	TC("defaults_and_upserts", test_defaults_and_upserts);
 	TC("batching", test_batching);
