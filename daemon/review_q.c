@@ -40,7 +40,8 @@
 #include "jsonutil.h"
 
 #define REVIEW_EXTRA_OPS_MAX 7
-#define REVIEW_ACCEPT_BATCH  256 /* auto-accepts per overflow pass */
+#define REVIEW_ACCEPT_BATCH  256 /* auto-accepts per overflow pass (one commit) */
+#define REVIEW_UPDATE_VALS   7   /* values of STORE_REVIEW_UPDATE */
 
 struct review_q {
 	char **names; /* route names (copied: a reload frees the config) */
@@ -453,41 +454,28 @@ review_q_counts(const struct engine *e, int route, struct review_counts *out)
 		memset(out, 0, sizeof *out);
 }
 
-int
-review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
-		   const struct review_change *ch, const struct store_op *extra, int nextra,
-		   char **cause)
+/* The reviews row update of a change: its values into v, the op into *op. */
+static void
+review_change_op(const struct review_item *it, const struct review_change *ch,
+		 struct store_val v[REVIEW_UPDATE_VALS], struct store_op *op)
 {
-	struct store_op ops[1 + REVIEW_EXTRA_OPS_MAX];
+	v[0] = SVT(review_state_name(ch->to));
+	v[1] = SVT(ch->reviewer);
+	v[2] = SVT(ch->verdict);
+	v[3] = SVT(ch->corrected_result);
+	v[4] = SVT(ch->note);
+	v[5] = ch->decided_at > 0 ? SVI(ch->decided_at) : SVN;
+	v[6] = SVI(it->id);
+	*op = (struct store_op){ STORE_REVIEW_UPDATE, v, REVIEW_UPDATE_VALS };
+}
+
+/* it and its route's counts once the change is committed. */
+static void
+review_change_apply(struct review_q *q, struct review_item *it, const struct review_change *ch)
+{
 	enum review_state from = it->state;
-	int i, route, r = 0;
+	int route;
 
-	if (from == ch->to)
-		goto out;
-	if (nextra < 0 || nextra > REVIEW_EXTRA_OPS_MAX || review_state_name(ch->to) == NULL) {
-		*cause = xasprintf("review %lld: bad change", (long long)it->id);
-		r = -EINVAL;
-		goto out;
-	}
-	{
-		struct store_val v[] = {
-			SVT(review_state_name(ch->to)),
-			SVT(ch->reviewer),
-			SVT(ch->verdict),
-			SVT(ch->corrected_result),
-			SVT(ch->note),
-			ch->decided_at > 0 ? SVI(ch->decided_at) : SVN,
-			SVI(it->id),
-		};
-
-		ops[0] = (struct store_op){ STORE_REVIEW_UPDATE, v, (int)ARRAY_SIZE(v) };
-		for (i = 0; i < nextra; i++)
-			ops[1 + i] = extra[i];
-		if (store_commit_now(st, ops, 1 + nextra, NULL, cause) != 0) {
-			r = REVIEW_Q_E_STORE;
-			goto out;
-		}
-	}
 	route = route_of(q, it->route);
 	if (route >= 0)
 		review_counts_move(&q->counts[route], it->priority, from, ch->to);
@@ -504,6 +492,32 @@ review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
 	log_info("review", "%lld (%s): %s -> %s (%s)", (long long)it->id,
 		 it->route ? it->route : "?", review_state_name(from), review_state_name(ch->to),
 		 ch->why ? ch->why : "");
+}
+
+int
+review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
+		   const struct review_change *ch, const struct store_op *extra, int nextra,
+		   char **cause)
+{
+	struct store_op ops[1 + REVIEW_EXTRA_OPS_MAX];
+	struct store_val v[REVIEW_UPDATE_VALS];
+	int i, r = 0;
+
+	if (it->state == ch->to)
+		goto out;
+	if (nextra < 0 || nextra > REVIEW_EXTRA_OPS_MAX || review_state_name(ch->to) == NULL) {
+		*cause = xasprintf("review %lld: bad change", (long long)it->id);
+		r = -EINVAL;
+		goto out;
+	}
+	review_change_op(it, ch, v, &ops[0]);
+	for (i = 0; i < nextra; i++)
+		ops[1 + i] = extra[i];
+	if (store_commit_now(st, ops, 1 + nextra, NULL, cause) != 0) {
+		r = REVIEW_Q_E_STORE;
+		goto out;
+	}
+	review_change_apply(q, it, ch);
 out:
 	return r;
 }
@@ -588,7 +602,12 @@ id_row(void *arg, sqlite3_stmt *row)
 	return 0;
 }
 
-/* Auto-approve up to n low-priority pending items of route, oldest first. */
+/*
+ * Auto-approve up to n low-priority pending items of route, oldest first:
+ * every approval and its events row in one commit (one fsync on the engine
+ * thread for the pass, not one per item: a pass of 256 took the loop
+ * ~256 fsyncs), then the items and counts change.
+ */
 static int
 overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, int64_t now,
 		    char **cause)
@@ -596,11 +615,17 @@ overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, 
 	const char *name = e->routes[route].cfg->name;
 	struct store_val v[] = { SVT(name), SVI(PRIORITY_LOW), SVI(MIN(n, REVIEW_ACCEPT_BATCH)) };
 	struct id_list l = { .n = 0 };
-	struct review_item it;
-	char note[128], detail[256];
+	struct accept {
+		struct review_item it;
+		struct store_val rv[REVIEW_UPDATE_VALS];
+		struct store_val ev[4];
+		char detail[256];
+	} *acc = NULL;
+	struct store_op *ops = NULL;
+	struct review_change ch;
+	char note[128];
 	int i, r;
 
-	memset(&it, 0, sizeof it);
 	r = store_reader_query(e->reader,
 			       "SELECT id FROM reviews WHERE route = ?1 AND state = 'pending' AND "
 			       "priority = ?2 ORDER BY created_at, id LIMIT ?3",
@@ -609,38 +634,48 @@ overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, 
 		r = REVIEW_Q_E_STORE;
 		goto out;
 	}
+	if (l.n == 0)
+		goto out;
 	snprintf(note, sizeof note, "auto-accepted by %s: review queue over capacity (%d > %d)",
 		 REVIEW_OVERFLOW_ACTOR, open, capacity);
+	ch = (struct review_change){
+		.to = REVIEW_APPROVED,
+		.reviewer = REVIEW_OVERFLOW_ACTOR,
+		.verdict = review_action_name(REVIEW_APPROVE),
+		.note = note,
+		.decided_at = now,
+		.why = "overflow auto_accept_low",
+	};
+	acc = xcalloc((size_t)l.n, sizeof *acc);
+	ops = xcalloc((size_t)l.n * 2, sizeof *ops);
 	for (i = 0; i < l.n; i++) {
-		struct review_change ch = {
-			.to = REVIEW_APPROVED,
-			.reviewer = REVIEW_OVERFLOW_ACTOR,
-			.verdict = review_action_name(REVIEW_APPROVE),
-			.note = note,
-			.decided_at = now,
-			.why = "overflow auto_accept_low",
-		};
+		struct accept *a = &acc[i];
 
-		review_item_clear(&it);
-		if ((r = review_q_get(e, l.ids[i], &it, cause)) != 0)
+		if ((r = review_q_get(e, l.ids[i], &a->it, cause)) != 0)
 			goto out;
-		snprintf(detail, sizeof detail,
+		snprintf(a->detail, sizeof a->detail,
 			 "queue over capacity (%d > %d): review %lld (low) auto-accepted by %s",
-			 open, capacity, (long long)it.id, REVIEW_OVERFLOW_ACTOR);
-		{
-			struct store_val ev[] = { SVI(now), SVT("review_overflow"), SVT(name),
-						  SVT(detail) };
-			struct store_op op = { STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev) };
-
-			if ((r = review_q_set_state(e->review_q, e->store, &it, &ch, &op, 1,
-						    cause)) != 0)
-				goto out;
-		}
-		log_warn("review", "route %s: %s", name, detail);
-		open--;
+			 open - i, capacity, (long long)a->it.id, REVIEW_OVERFLOW_ACTOR);
+		review_change_op(&a->it, &ch, a->rv, &ops[2 * i]);
+		a->ev[0] = SVI(now);
+		a->ev[1] = SVT("review_overflow");
+		a->ev[2] = SVT(name);
+		a->ev[3] = SVT(a->detail);
+		ops[2 * i + 1] = (struct store_op){ STORE_EVENT_INSERT, a->ev, 4 };
+	}
+	if (store_commit_now(e->store, ops, 2 * l.n, NULL, cause) != 0) {
+		r = REVIEW_Q_E_STORE;
+		goto out;
+	}
+	for (i = 0; i < l.n; i++) {
+		review_change_apply(e->review_q, &acc[i].it, &ch);
+		log_warn("review", "route %s: %s", name, acc[i].detail);
 	}
 out:
-	review_item_clear(&it);
+	for (i = 0; acc != NULL && i < l.n; i++)
+		review_item_clear(&acc[i].it);
+	free(acc);
+	free(ops);
 	return r;
 }
 

@@ -950,6 +950,45 @@ START_TEST(overflow_follows_a_reload)
 }
 END_TEST
 
+/*
+ * A pass that accepts many items commits them together: one fsync on the
+ * engine thread for the pass (it took one per item, each stalling every
+ * call in flight), the oldest items accepted, each with its events row.
+ */
+START_TEST(overflow_pass_is_one_commit)
+{
+	char rid[16];
+	double before;
+	cJSON *o;
+	int i;
+
+	start("\"review\":{\"priority\":\"low\",\"capacity\":100,\"overflow\":\"auto_accept_low\"}");
+	for (i = 0; i < 40; i++) {
+		snprintf(rid, sizeof rid, "p-%02d", i);
+		low_confidence_item(rid);
+	}
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 40);
+	before = itd_metric(&T, "fusebox_store_sync_commits_total");
+	rewrite_config("\"review\":{\"priority\":\"low\",\"capacity\":5,\"overflow\":\"auto_accept_low\"}");
+	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));
+	itd_settle();
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 5);
+	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'approved' AND reviewer = "
+				       "'review_overflow' AND request_id < 'p-35'"),
+			 35);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND "
+				       "detail LIKE '%auto-accepted%'"),
+			 35);
+	/* the reload's audit row and the pass: 2 (it was 35 + 1) */
+	ck_assert_double_le(itd_metric(&T, "fusebox_store_sync_commits_total") - before, 2);
+	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
+	ck_assert_int_eq(
+		(int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0), "review_pending"),
+		5);
+	cJSON_Delete(o);
+}
+END_TEST
+
 /* ---- durability ---- */
 
 START_TEST(decisions_survive_kill_9)
@@ -1014,6 +1053,7 @@ review_it_suite(void)
 	ADD(overflow_forces_level_2_and_releases);
 	ADD(overflow_force_is_rederived_after_restart);
 	ADD(overflow_follows_a_reload);
+	ADD(overflow_pass_is_one_commit);
 	ADD(decisions_survive_kill_9);
 	return s;
 }
