@@ -396,32 +396,65 @@ store_row_alloc(struct store *st, size_t size)
 /*
  * Give n rows back: to the spare lists while they hold less than
  * STORE_SPARE_BYTES per size, else to malloc. NULL entries are skipped.
+ * The writer runs in SCHED_IDLE and can lose its core at any point: the
+ * lists are locked only to read their lengths and to splice a chain built
+ * outside the lock, so that a producer never waits for a thousand pushes.
  */
 static void
 store_rows_free(struct store *st, struct store_row **rows, int n)
 {
+	struct store_spare *head[STORE_SPARE_CLASSES] = { NULL };
+	struct store_spare *tail[STORE_SPARE_CLASSES] = { NULL };
 	struct store_spare *sp;
+	int room[STORE_SPARE_CLASSES], k[STORE_SPARE_CLASSES] = { 0 };
 	size_t block;
 	int i, c;
 
+	if (n <= 0)
+		return;
 	pthread_mutex_lock(&st->spare_lock);
-	for (i = 0; i < n; i++) {
-		c = rows[i] != NULL ? rows[i]->spare_class : -1;
-		if (c < 0 || (size_t)st->nspare[c] * ((size_t)STORE_SPARE_MIN << c) >=
-		    STORE_SPARE_BYTES)
-			continue;
-		block = (size_t)STORE_SPARE_MIN << c;
-		sp = (struct store_spare *)(void *)rows[i];
-		sp->next = st->spare[c];
-		STORE_POISON((char *)sp + sizeof(*sp), block - sizeof(*sp));
-		st->spare[c] = sp;
-		st->nspare[c]++;
-		rows[i] = NULL;
-	}
+	for (c = 0; c < STORE_SPARE_CLASSES; c++)
+		room[c] = (int)(STORE_SPARE_BYTES / ((size_t)STORE_SPARE_MIN << c)) -
+		    st->nspare[c];
 	pthread_mutex_unlock(&st->spare_lock);
 	for (i = 0; i < n; i++) {
-		free(rows[i]);
+		if (rows[i] == NULL)
+			continue;
+		c = rows[i]->spare_class;
+		if (c < 0 || k[c] >= room[c]) {
+			free(rows[i]);
+			rows[i] = NULL;
+			continue;
+		}
+		block = (size_t)STORE_SPARE_MIN << c;
+		sp = (struct store_spare *)(void *)rows[i];
 		rows[i] = NULL;
+		sp->next = head[c];
+		STORE_POISON((char *)sp + sizeof(*sp), block - sizeof(*sp));
+		head[c] = sp;
+		if (tail[c] == NULL)
+			tail[c] = sp;
+		k[c]++;
+	}
+	pthread_mutex_lock(&st->spare_lock);
+	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
+		if (k[c] == 0)
+			continue;
+		if ((size_t)(st->nspare[c] + k[c]) * ((size_t)STORE_SPARE_MIN << c) >
+		    STORE_SPARE_BYTES)
+			continue;	/* another thread gave blocks back meanwhile */
+		tail[c]->next = st->spare[c];
+		st->spare[c] = head[c];
+		st->nspare[c] += k[c];
+		head[c] = NULL;
+	}
+	pthread_mutex_unlock(&st->spare_lock);
+	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
+		while ((sp = head[c]) != NULL) {
+			head[c] = sp->next;
+			STORE_UNPOISON(sp, (size_t)STORE_SPARE_MIN << c);
+			free(sp);
+		}
 	}
 }
 
