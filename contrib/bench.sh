@@ -210,91 +210,87 @@ sent upstream, and written in turns of one thread; the SQLite writer is
 the only other busy thread. All runtime state lives on that thread
 unlocked.
 
-This round (session 4), measured against the previous binary back to back
+This round (session 5), measured against the previous binary back to back
 (the machine's own noise is +-30 % between repetitions; A/B runs
 alternate the two binaries and compare the quiet rounds):
 
-- **libcurl's connection sockets stay in the epoll set between attempts.**
-  libcurl says "remove" when a transfer ends and "watch" when the next
-  attempt reuses the connection a moment later: an epoll_ctl DEL + ADD per
-  call, and every syscall pays the hypervisor here. Sockets we open for
-  libcurl (CURLOPT_OPENSOCKETFUNCTION; their close is seen through
-  CURLOPT_CLOSESOCKETFUNCTION) linger in the set; an event while nobody
-  wants one (the server closed the idle connection) takes it out then.
-  perf stat (syscall tracepoints, c=64): epoll_ctl 3.9 -> 1.9 per call.
-- **Fewer allocations and no printf on the answer path**: the caller's
-  answer is written straight into a buffer (no cJSON tree), short
-  decimals (a confidence, a temperature) are written from their digits
-  ("%.15g" + strtod cost ~2.5 k instructions per number; a unit test
-  compares 200,000 random decimals with printf), a model answer keeps its
-  validated result instead of a copy, and an HTTP header is one
-  allocation (17 -> 5 per call for the headers).
-- Upstream request headers are one block per attempt (curl_slist nodes
-  and text; two allocations a line before), wiped when freed.
-- Together, A/B at c=64, this session's first binary against the last,
-  alternated (3 rounds x 3 runs of 4 s): CPU per call 80-100 us (median
-  93.8) -> 74-88 us (median 81.5), lower in every round by 11-14 %.
-- Measured, not adopted (a new library needs asking first): jemalloc or
-  mimalloc preloaded into fuseboxd takes CPU per call from 81-87 to 66-77
-  us and throughput from 13-14 k to 15-17 k calls/s, RSS unchanged.
-- **Promises no longer stop the loop** (the outage path, not a target
-  here): a job accepted at L3, a job's result and a review item were
-  committed with one fsync each while the engine thread waited. They now
-  go to the writer as commit-later requests; the connection waits, the
-  loop goes on, and the promises of one turn share one fsync. Forced L3
-  (wrk, nginx, 5 s): c=16 2,325 -> 14,550 accepts/s, c=64 2,620 ->
-  25,380/s; 60 concurrent accepts cost 1-3 fsyncs instead of 60. The
-  in-memory job queue is now a window of the oldest 10,000 jobs (the rest
-  wait in the table), so such a rate cannot exhaust memory.
+- **Log rows' memory goes back to the engine.** Rows are made on the
+  engine thread and freed by the writer: glibc's thread cache never got
+  the blocks back, rows of 1 KiB and more made malloc consolidate its
+  fast bins (perf: malloc_consolidate under store_row_make), and the
+  writer's free()s took the engine's arena lock -- with the writer in
+  SCHED_IDLE, the engine sometimes slept on that lock until the idle
+  writer got a core back. The writer now hands the blocks back through
+  spare lists (512 B .. 8 KiB, at most 1 MiB per size, locked only to
+  splice). perf stat (syscall tracepoints, c=64): futex calls 0.5-0.8 ->
+  0.02-0.03 per call; callgrind: engine 234.7 k -> 231.6 k instructions
+  per call. Alternated A/B runs at c=64 could not separate the two
+  binaries' CPU per call from the noise.
+- **An overflow pass of the review queue is one commit** (the outage path,
+  not a target here): auto-accepting 256 low items after a reload that
+  lowered the capacity took 256 fsyncs on the engine thread, each
+  stalling every call in flight; now one.
+- Measured, not adopted (a new library needs asking first, asked on the
+  issue): jemalloc or mimalloc preloaded into fuseboxd takes CPU per call
+  from 81-87 to 66-77 us and throughput from 13-14 k to 15-17 k calls/s,
+  RSS unchanged.
 
-Earlier rounds: request ids that sort by time (writer CPU per call 28-38
--> 9-10 us), reused easy handles, upstream bodies written into a buffer,
-the writer in SCHED_IDLE (model path p99 at c=1 3.5 -> 0.5 ms), one event
-loop for HTTP and upstreams, the crowd reserve for bursts of deadlines.
-Tried and reverted: starting a call's budget when the kernel received the
-request (TCP_INFO `tcpi_last_data_recv`) during a busy stretch: not
-reliable (one run +10 ms, the next ones no better than without it).
+Earlier rounds: libcurl's sockets kept in the epoll set between attempts
+(epoll_ctl 3.9 -> 1.9 per call), the answer and upstream bodies written
+into buffers (no cJSON trees, no printf for numbers), one allocation per
+header, promises (job accepts, review items) committed by the writer
+without stopping the loop (forced L3 at c=64: 2,620 -> 25,380 accepts/s),
+request ids that sort by time (writer CPU per call 28-38 -> 9-10 us),
+reused easy handles, the writer in SCHED_IDLE (model path p99 at c=1 3.5
+-> 0.5 ms), one event loop for HTTP and upstreams, the crowd reserve for
+bursts of deadlines. Tried and reverted: starting a call's budget when
+the kernel received the request (TCP_INFO `tcpi_last_data_recv`) during
+a busy stretch: not reliable (one run +10 ms, the next ones no better
+than without it); larger SQLite pages (16 and 64 KiB): the writer's CPU
+per call doubled and tripled (each commit rewrites whole tail pages).
 
 What is still missed, and why:
 
-- **CPU per call at c=64** (target 80 us): this run's repetitions were
-  116.2, 112.9, 84.1, 72.5 and 72.5 us (median 84.1; session 3's run:
-  91-112, median 95). The first two ran while the machine was busy (nginx
-  direct 58 k/s in them, 67-76 k/s in the others): the quiet repetitions
-  are under the target, the median is not. What a call costs now: ~8 syscalls
-  on the engine thread, set by the libraries (libmicrohttpd: a recv until
-  EAGAIN after resuming and an epoll_ctl on suspend and on resume;
-  libcurl 7.88: a liveness poll() before reusing a connection and one
-  after sending), about half of the engine's time in the kernel (the
-  hypervisor's `pvm_irq_enable` on every syscall and loopback softirq);
-  in user space malloc/free is still the largest item (~15 % of the
-  daemon's CPU in perf: cJSON trees for the request, the upstream reply
-  and the validated result; libcurl's own), then libcurl's request
-  formatting; the writer thread ~10 us per call (SQLite inserting the
-  calls and attempts rows and their indexes).
-- **Throughput at c=64** (0.35x): one loop runs one core, ~12-14 k
-  calls/s against nginx (nginx alone: ~60-80 k/s here). 0.35x needs
-  ~21-28 k calls/s: a second loop (SO_REUSEPORT shards with breaker and
-  bulkhead counts shared) and, since wrk and nginx share the same two
-  cores, CPU per call near 60 us as well -- not built.
+- **CPU per call at c=64** (target 80 us): met in this run (repetitions
+  72.1, 73.1, 73.6, 75.4 and 95.9 us, median 73.6) but not in every run:
+  a full run ten minutes earlier, one commit back, on a busy machine
+  (nginx direct 51-63 k/s instead of 76-80 k/s) gave 80.6-117.6 us,
+  median 115; session 4's run: median 84.1. What a call costs: ~8 syscalls on the engine thread, set by the
+  libraries (libmicrohttpd: a recv until EAGAIN after resuming and an
+  epoll_ctl on suspend and on resume; libcurl 7.88: a liveness poll()
+  before reusing a connection and one after sending), about half of the
+  engine's time in the kernel (the hypervisor's `pvm_irq_enable` on every
+  syscall and loopback softirq); in user space malloc/free is still the
+  largest item (~13 % of the daemon's CPU in perf: cJSON trees for the
+  request, the upstream reply and the validated result; libcurl's own),
+  then libcurl formatting the request head one byte at a time (~47 k
+  instructions per call); the writer thread ~9 us per call (SQLite
+  inserting the calls and attempts rows and their indexes).
+- **Throughput at c=64** (0.35x): one loop runs one core, 11-15 k
+  calls/s (median 15.1 k) against nginx in this run while nginx alone
+  does 76-80 k/s. 0.35x needs ~28 k calls/s: the engine thread is saturated (one core),
+  and wrk, nginx and the writer share the other one; even a second loop
+  (SO_REUSEPORT shards with breaker and bulkhead counts shared, not
+  built) would need CPU per call near 50 us to get there on two cores.
 - **Fallback p99 at c=1** (target 0.2 ms; this run's repetitions
-  0.34-0.78 ms while nginx's own p99 was 0.15-0.41 ms; A/B runs of this
-  session's first and last binaries alternated: both 0.34-0.7 ms, the
-  same within the noise): the p50 is that of
-  nginx and the rule engine is 1-4 us; with no log rows at all the p99 is
-  0.13-0.16 ms (measured by switching the rows off in a test build). What
-  remains comes with the writer's work even at SCHED_IDLE: scheduler
-  tracepoints put the engine thread's wake-to-run delay at p50 23 us, p99
-  76 us, max 540 us, the slowest cases after the writer or the block
-  layer's high-priority kworker (nice -20) completing the writer's WAL
-  writes and checkpoint fsyncs on the engine's core: kernel work no
-  thread policy of ours lowers. Pinning the writer and the engine to
-  different cores would; not done (it fights the cpusets of containers).
+  0.33-0.65 ms while nginx's own p99 was 0.08-0.13 ms): the p50 is that
+  of nginx plus 8 us and the rule engine is 1-4 us; with no log rows at
+  all the p99 is 0.13-0.16 ms (measured by switching the rows off in a
+  test build). What remains comes with the writer's work even at
+  SCHED_IDLE: scheduler tracepoints put the engine thread's wake-to-run
+  delay at p50 23 us, p99 76 us, max 540 us, the slowest cases after the
+  writer or the block layer's high-priority kworker (nice -20) completing
+  the writer's WAL writes and checkpoint fsyncs on the engine's core:
+  kernel work no thread policy of ours lowers. Pinning the writer and the
+  engine to different cores would; not done (it fights the cpusets of
+  containers). The spare lists above did not move it (A/B: 0.47-0.71 ms
+  before, 0.50-0.68 ms after).
 - **Deadline under a burst, caller's clock.** On the daemon's clock the
   crowd reserve keeps the burst within the target; on the caller's clock
-  the last requests wait ~100+ ms in the kernel before the loop reads
-  them (about 0.1 ms each, a new connection and a new upstream connection
-  per call).
+  the last requests wait ~100-200 ms in the kernel before the loop reads
+  them (0.1-0.2 ms each: a new connection and a new upstream connection
+  per call). Meeting 2 ms there would mean reading 1,000 new connections
+  in 2 ms.
 - **10,000 waiting calls: RSS.** Over HTTP/1.1 they need 20,040
   descriptors and this machine's hard limit is 20,000: that level runs
   over HTTP/2 (~110-120 upstream connections). All answered by the model,
@@ -309,11 +305,11 @@ What is still missed, and why:
   with > ~7.5 KB of headers without an answer. 150 MB needs ~13 KB per
   call: no MHD connection and no libcurl handle per waiting call.
 
-Met: added latency at c=1, 10,000 waiting calls answered by the model
-with constant threads, deadline precision paced (both clocks) and burst
-(daemon clock), the rule engine (1-4 us per input of 200 characters with
-100 rules), the SQLite writer (bench_store ~0.3 M rows/s; no row lost at
-20 k calls/s), the console (< 3 % of a core with 200 routes and 200
-backends).
+Met: added latency at c=1, CPU per call at c=64 (in this run), 10,000
+waiting calls answered by the model with constant threads, deadline
+precision paced (both clocks) and burst (daemon clock), the rule engine
+(1-4 us per input of 200 characters with 100 rules), the SQLite writer
+(bench_store ~0.36 M rows/s; no row lost at 20 k calls/s), the console
+(< 3 % of a core with 200 routes and 200 backends).
 ANALYSIS_END
 ANALYSIS
