@@ -393,6 +393,19 @@ store_row_alloc(struct store *st, size_t size)
 	return row;
 }
 
+/* Free a chain of spare blocks of class c. */
+static void
+store_spare_chain_free(struct store_spare *sp, int c)
+{
+	struct store_spare *next;
+
+	for (; sp != NULL; sp = next) {
+		next = sp->next;
+		STORE_UNPOISON(sp, (size_t)STORE_SPARE_MIN << c);
+		free(sp);
+	}
+}
+
 /*
  * Give n rows back: to the spare lists while they hold less than
  * STORE_SPARE_BYTES per size, else to malloc. NULL entries are skipped.
@@ -449,28 +462,19 @@ store_rows_free(struct store *st, struct store_row **rows, int n)
 		head[c] = NULL;
 	}
 	pthread_mutex_unlock(&st->spare_lock);
-	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
-		while ((sp = head[c]) != NULL) {
-			head[c] = sp->next;
-			STORE_UNPOISON(sp, (size_t)STORE_SPARE_MIN << c);
-			free(sp);
-		}
-	}
+	for (c = 0; c < STORE_SPARE_CLASSES; c++)
+		store_spare_chain_free(head[c], c);
 }
 
 /* The spare blocks back to malloc (store_close). */
 static void
 store_spares_release(struct store *st)
 {
-	struct store_spare *sp;
 	int c;
 
 	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
-		while ((sp = st->spare[c]) != NULL) {
-			STORE_UNPOISON(sp, (size_t)STORE_SPARE_MIN << c);
-			st->spare[c] = sp->next;
-			free(sp);
-		}
+		store_spare_chain_free(st->spare[c], c);
+		st->spare[c] = NULL;
 		st->nspare[c] = 0;
 	}
 }
