@@ -7,6 +7,7 @@
  * read-only connection per thread. Schema: db/migrations/NNN_*.sql, applied
  * by store_open(). Every function here is thread-safe unless noted.
  */
+#include <sched.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -160,6 +161,7 @@ struct store_stats {
 	int writer_idle;	/* the writer runs SCHED_IDLE when nothing presses */
 	uint64_t requests;	/* commit-now and commit-later requests queued (not flushes) */
 	uint64_t spare_blocks;	/* written rows' blocks kept for reuse by producers */
+	int writer_cpus;	/* CPUs the writer keeps to, 0: not restricted */
 };
 
 /*
@@ -226,6 +228,15 @@ int store_commit_later(struct store *st, const struct store_op *ops, int nops,
 int store_flush(struct store *st);
 
 void store_get_stats(struct store *st, struct store_stats *out);
+
+/*
+ * The CPUs the writer thread keeps to, from those the process may use: all
+ * but the first when there are two or more (see "Scheduling" in store.c).
+ * Returns how many are in *out; 0 (writer not restricted) with fewer than
+ * two. The writer applies it at start unless FUSEBOX_WRITER_AFFINITY is
+ * "off".
+ */
+int store_writer_cpus(const cpu_set_t *allowed, cpu_set_t *out);
 
 /*
  * Retention: delete rows whose time is < before_ms: calls (started_at),

@@ -928,6 +928,91 @@ START_TEST(test_writer_idle_and_boost)
 }
 END_TEST
 
+/* The writer keeps off the first of the process's CPUs (two or more). */
+START_TEST(test_writer_cpus_pick)
+{
+	cpu_set_t in, out;
+	int i;
+
+	CPU_ZERO(&in);
+	ck_assert_int_eq(store_writer_cpus(&in, &out), 0);
+	CPU_SET(3, &in);
+	ck_assert_int_eq(store_writer_cpus(&in, &out), 0);
+	ck_assert_int_eq(CPU_COUNT(&out), 0);
+	CPU_ZERO(&in);
+	CPU_SET(0, &in);
+	CPU_SET(1, &in);
+	ck_assert_int_eq(store_writer_cpus(&in, &out), 1);
+	ck_assert(!CPU_ISSET(0, &out) && CPU_ISSET(1, &out));
+	CPU_ZERO(&in);
+	CPU_SET(2, &in);
+	CPU_SET(5, &in);
+	CPU_SET(7, &in);
+	ck_assert_int_eq(store_writer_cpus(&in, &out), 2);
+	ck_assert(!CPU_ISSET(2, &out) && CPU_ISSET(5, &out) && CPU_ISSET(7, &out));
+	ck_assert_int_eq(CPU_COUNT(&out), 2);
+	CPU_ZERO(&in);
+	for (i = 0; i < 64; i++)
+		CPU_SET(i, &in);
+	ck_assert_int_eq(store_writer_cpus(&in, &out), 63);
+	ck_assert(!CPU_ISSET(0, &out) && CPU_ISSET(63, &out));
+}
+END_TEST
+
+/* Threads of this process whose CPU set is exactly want. */
+static int
+threads_on(const cpu_set_t *want)
+{
+	struct dirent *d;
+	cpu_set_t set;
+	DIR *tasks = opendir("/proc/self/task");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(tasks);
+	while ((d = readdir(tasks)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		if (sched_getaffinity((pid_t)atoi(d->d_name), sizeof set, &set) == 0 &&
+		    CPU_EQUAL(&set, want))
+			n++;
+	}
+	closedir(tasks);
+	return n;
+}
+
+/*
+ * The live writer: on every allowed CPU but the first (when there are two
+ * or more), the other threads untouched; FUSEBOX_WRITER_AFFINITY=off
+ * leaves it anywhere.
+ */
+START_TEST(test_writer_keeps_off_first_cpu)
+{
+	struct store *st = open_store(1024);
+	struct store_stats stats;
+	cpu_set_t allowed, want;
+	int n;
+
+	ck_assert_int_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
+	n = store_writer_cpus(&allowed, &want);
+	ck_assert_int_eq(store_flush(st), 0);	/* the writer has started */
+	store_get_stats(st, &stats);
+	ck_assert_int_eq(stats.writer_cpus, n);
+	if (n > 0)
+		ck_assert_int_eq(threads_on(&want), 1);
+	store_close(st);
+
+	ck_assert_int_eq(setenv("FUSEBOX_WRITER_AFFINITY", "off", 1), 0);
+	st = open_store(1024);
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &stats);
+	ck_assert_int_eq(stats.writer_cpus, 0);
+	if (n > 0)
+		ck_assert_int_eq(threads_on(&want), 0);
+	store_close(st);
+	unsetenv("FUSEBOX_WRITER_AFFINITY");
+}
+END_TEST
+
 START_TEST(test_durable_after_sigkill)
 {
 	struct store *st;
@@ -1228,6 +1313,8 @@ store_suite(void)
 	TC("async_row_error", test_async_row_error);
 	TC("queue_full", test_queue_full);
 	TC("writer_idle_and_boost", test_writer_idle_and_boost);
+	TC("writer_cpus_pick", test_writer_cpus_pick);
+	TC("writer_keeps_off_first_cpu", test_writer_keeps_off_first_cpu);
 	TC("durable_after_sigkill", test_durable_after_sigkill);
 	TC("close_flushes", test_close_flushes);
 	TC("prune_old_only", test_prune_old_only);
