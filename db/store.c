@@ -59,8 +59,8 @@
  * it anywhere). Left free, the scheduler moved it next to the engine
  * thread that woke it, and its WAL writes and checkpoint fsyncs completed
  * there: rule-engine answers at concurrency 1, the writer's CPUs left
- * free / restricted, alternated on the 2-core bench machine: p99
- * 0.47-0.96 ms / 0.16-0.26 ms. The engine itself is never pinned.
+ * free / restricted, alternated on the 2-core bench machine: p99 per 5 s
+ * run 0.22-0.76 ms / 0.14-0.24 ms. The engine itself is never pinned.
  *
  * Threads: the writer connection is used by store_open() until the thread
  * starts, then only by the writer. Everything under "lock" in struct store
