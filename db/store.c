@@ -1168,22 +1168,16 @@ static void store_batch_done_later(struct store *st, struct store_batch *b);
 int
 store_writer_cpus(const cpu_set_t *allowed, cpu_set_t *out)
 {
-	int cpu, n = 0, first = 1;
+	int cpu;
 
 	CPU_ZERO(out);
 	if (CPU_COUNT(allowed) < 2)
 		return 0;
-	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
-		if (!CPU_ISSET(cpu, allowed))
-			continue;
-		if (first) {
-			first = 0;
-			continue;
-		}
-		CPU_SET(cpu, out);
-		n++;
-	}
-	return n;
+	*out = *allowed;
+	for (cpu = 0; !CPU_ISSET(cpu, out); cpu++)
+		;
+	CPU_CLR(cpu, out);
+	return CPU_COUNT(out);
 }
 
 /* Keep the writer thread off the first allowed CPU; how many it keeps to. */
