@@ -356,6 +356,19 @@ store_strdup(const char *s)
 	return memcpy(store_alloc(n), s, n);
 }
 
+/* The size of a spare block of class c, and how many of them are kept. */
+static size_t
+store_spare_block(int c)
+{
+	return (size_t)STORE_SPARE_MIN << c;
+}
+
+static int
+store_spare_max(int c)
+{
+	return (int)(STORE_SPARE_BYTES / store_spare_block(c));
+}
+
 /* The spare class of a row of size bytes, -1 when too large for one. */
 static int
 store_spare_class(size_t size)
@@ -363,7 +376,7 @@ store_spare_class(size_t size)
 	int c;
 
 	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
-		if (size <= (size_t)STORE_SPARE_MIN << c)
+		if (size <= store_spare_block(c))
 			return c;
 	}
 	return -1;
@@ -384,7 +397,7 @@ store_row_alloc(struct store *st, size_t size)
 		row->spare_class = -1;
 		return row;
 	}
-	block = (size_t)STORE_SPARE_MIN << c;
+	block = store_spare_block(c);
 	pthread_mutex_lock(&st->spare_lock);
 	sp = st->spare[c];
 	if (sp != NULL) {
@@ -409,7 +422,7 @@ store_spare_chain_free(struct store_spare *sp, int c)
 
 	for (; sp != NULL; sp = next) {
 		next = sp->next;
-		STORE_UNPOISON(sp, (size_t)STORE_SPARE_MIN << c);
+		STORE_UNPOISON(sp, store_spare_block(c));
 		free(sp);
 	}
 }
@@ -428,15 +441,13 @@ store_rows_free(struct store *st, struct store_row **rows, int n)
 	struct store_spare *tail[STORE_SPARE_CLASSES] = { NULL };
 	struct store_spare *sp;
 	int room[STORE_SPARE_CLASSES], k[STORE_SPARE_CLASSES] = { 0 };
-	size_t block;
 	int i, c;
 
 	if (n <= 0)
 		return;
 	pthread_mutex_lock(&st->spare_lock);
 	for (c = 0; c < STORE_SPARE_CLASSES; c++)
-		room[c] = (int)(STORE_SPARE_BYTES / ((size_t)STORE_SPARE_MIN << c)) -
-		    st->nspare[c];
+		room[c] = store_spare_max(c) - st->nspare[c];
 	pthread_mutex_unlock(&st->spare_lock);
 	for (i = 0; i < n; i++) {
 		if (rows[i] == NULL)
@@ -447,11 +458,10 @@ store_rows_free(struct store *st, struct store_row **rows, int n)
 			rows[i] = NULL;
 			continue;
 		}
-		block = (size_t)STORE_SPARE_MIN << c;
 		sp = (struct store_spare *)(void *)rows[i];
 		rows[i] = NULL;
 		sp->next = head[c];
-		STORE_POISON((char *)sp + sizeof(*sp), block - sizeof(*sp));
+		STORE_POISON((char *)sp + sizeof(*sp), store_spare_block(c) - sizeof(*sp));
 		head[c] = sp;
 		if (tail[c] == NULL)
 			tail[c] = sp;
@@ -461,8 +471,7 @@ store_rows_free(struct store *st, struct store_row **rows, int n)
 	for (c = 0; c < STORE_SPARE_CLASSES; c++) {
 		if (k[c] == 0)
 			continue;
-		if ((size_t)(st->nspare[c] + k[c]) * ((size_t)STORE_SPARE_MIN << c) >
-		    STORE_SPARE_BYTES)
+		if (st->nspare[c] + k[c] > store_spare_max(c))
 			continue;	/* another thread gave blocks back meanwhile */
 		tail[c]->next = st->spare[c];
 		st->spare[c] = head[c];
