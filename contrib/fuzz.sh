@@ -42,28 +42,31 @@ ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_rep
 # Daemon sources per target (the closure of what each harness calls), and
 # the pkg-config packages it links. api_call.c and api_chat.c hold their
 # endpoint handlers next to the parsers, so the body targets link the whole
-# daemon: the modules of daemon/meson.build's daemon_modules whose .c
-# exists (main.c is not one), db/store.c and @migrations, the
+# daemon: every file of daemon/meson.build's daemon_src and of
+# daemon/core/meson.build's core_src, db/store.c and @migrations, the
 # db/migrations/*.sql embedded by db/embed_sql.c.
 DAEMON_ALL="db/store.c @migrations"
-while read -r m; do
-	[ ! -f "$here/daemon/$m.c" ] || DAEMON_ALL+=" daemon/$m.c"
-done < <(sed -n '/^daemon_modules = \[/,/\]/p' "$here/daemon/meson.build" | grep -o "'[a-z0-9_]*'" |
-	tr -d "'")
+listed() { # meson.build variable prefix: the '*.c' names between "var = files(" and ")"
+	sed -n "/^$2 = files(/,/)/p" "$here/$1" | grep -o "'[a-z0-9_]*\.c'" | tr -d "'" |
+		sed "s#^#$3#"
+}
+while read -r f; do DAEMON_ALL+=" $f"; done < <(listed daemon/meson.build daemon_src daemon/;
+	listed daemon/core/meson.build core_src daemon/core/)
 case $DAEMON_ALL in
-*daemon/api_call.c*) ;;
-*) die "no daemon_modules list in daemon/meson.build" ;;
+*daemon/api_call.c*daemon/core/util.c*) ;;
+*) die "no daemon_src / core_src lists in daemon/meson.build, daemon/core/meson.build" ;;
 esac
 
 declare -A SOURCES=(
-	[validate]="daemon/validate.c daemon/rules.c daemon/util.c"
-	[config]="daemon/config.c daemon/config_table.c daemon/validate.c daemon/rules.c
-		daemon/outcome.c daemon/util.c"
+	[validate]="daemon/core/validate.c daemon/core/rules.c daemon/core/util.c"
+	[config]="daemon/core/config.c daemon/core/config_table.c daemon/core/validate.c
+		daemon/core/rules.c daemon/core/outcome.c daemon/core/util.c"
 	[call_body]=$DAEMON_ALL
 	[chat_body]=$DAEMON_ALL
-	[retry_after]="daemon/retry.c daemon/rng.c daemon/outcome.c daemon/util.c"
-	[tokens]="daemon/tokens.c daemon/util.c"
-	[upstream_reply]="daemon/upstream.c daemon/budget.c daemon/jsonutil.c daemon/util.c"
+	[retry_after]="daemon/core/retry.c daemon/core/rng.c daemon/core/outcome.c daemon/core/util.c"
+	[tokens]="daemon/core/tokens.c daemon/core/util.c"
+	[upstream_reply]="daemon/upstream.c daemon/core/budget.c daemon/core/jsonutil.c
+		daemon/core/util.c"
 )
 declare -A PACKAGES=(
 	[validate]="libcjson"
@@ -97,10 +100,10 @@ pkg-config --exists libcjson libcurl sqlite3 libmicrohttpd ||
 read -ra pkg_cflags <<<"$(pkg-config --cflags libcjson libcurl sqlite3 libmicrohttpd)"
 SAN=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 CFLAGS=(-std=gnu11 -g -O1 -D_GNU_SOURCE '-DFB_VERSION="fuzz"' -Wall -Wno-unused-parameter
-	-I"$here/daemon" -I"$here/db" -I"$here/tests/fuzz" "${pkg_cflags[@]}" "${SAN[@]}")
+	-I"$here/daemon" -I"$here/daemon/core" -I"$here/db" -I"$here/tests/fuzz" "${pkg_cflags[@]}" "${SAN[@]}")
 
 mkdir -p "$out/obj"
-headers=("$here"/daemon/*.h "$here"/db/*.h)
+headers=("$here"/daemon/*.h "$here"/daemon/core/*.h "$here"/db/*.h)
 
 # Whether $1 is missing or older than any of the other arguments.
 stale() {
