@@ -45,36 +45,36 @@ ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_rep
 # daemon: every file of daemon/meson.build's daemon_src and of
 # daemon/core/meson.build's core_src, db/store.c and @migrations, the
 # db/migrations/*.sql embedded by db/embed_sql.c.
+CORE_ALL=""
 DAEMON_ALL="db/store.c @migrations"
 listed() { # meson.build variable prefix: the '*.c' names between "var = files(" and ")"
 	sed -n "/^$2 = files(/,/)/p" "$here/$1" | grep -o "'[a-z0-9_]*\.c'" | tr -d "'" |
 		sed "s#^#$3#"
 }
-while read -r f; do DAEMON_ALL+=" $f"; done < <(listed daemon/meson.build daemon_src daemon/;
-	listed daemon/core/meson.build core_src daemon/core/)
+while read -r f; do CORE_ALL+=" $f"; done < <(listed daemon/core/meson.build core_src daemon/core/)
+while read -r f; do DAEMON_ALL+=" $f"; done < <(listed daemon/meson.build daemon_src daemon/)
+DAEMON_ALL+=$CORE_ALL
 case $DAEMON_ALL in
 *daemon/api_call.c*daemon/core/util.c*) ;;
 *) die "no daemon_src / core_src lists in daemon/meson.build, daemon/core/meson.build" ;;
 esac
 
 declare -A SOURCES=(
-	[validate]="daemon/core/validate.c daemon/core/rules.c daemon/core/util.c"
-	[config]="daemon/core/config.c daemon/core/config_table.c daemon/core/validate.c
-		daemon/core/rules.c daemon/core/outcome.c daemon/core/util.c"
+	[validate]=$CORE_ALL
+	[config]=$CORE_ALL
 	[call_body]=$DAEMON_ALL
 	[chat_body]=$DAEMON_ALL
-	[retry_after]="daemon/core/retry.c daemon/core/rng.c daemon/core/outcome.c daemon/core/util.c"
-	[tokens]="daemon/core/tokens.c daemon/core/util.c"
-	[upstream_reply]="daemon/upstream.c daemon/core/budget.c daemon/core/jsonutil.c
-		daemon/core/util.c"
+	[retry_after]=$CORE_ALL
+	[tokens]=$CORE_ALL
+	[upstream_reply]="daemon/upstream.c$CORE_ALL"
 )
 declare -A PACKAGES=(
 	[validate]="libcjson"
 	[config]="libcjson"
 	[call_body]="libcjson libcurl sqlite3 libmicrohttpd"
 	[chat_body]="libcjson libcurl sqlite3 libmicrohttpd"
-	[retry_after]=""
-	[tokens]=""
+	[retry_after]="libcjson"
+	[tokens]="libcjson"
 	[upstream_reply]="libcjson libcurl"
 )
 

@@ -63,6 +63,7 @@
 #define MAX_TARGETS 64
 
 struct attempt {
+	struct engine_transfer xfer; /* first: CURLOPT_PRIVATE points here */
 	struct call *call;
 	struct backend_rt *b;
 	int bidx;
@@ -146,6 +147,7 @@ struct call {
 
 static void call_step(struct call *c);
 static void attempt_end(struct attempt *a, enum outcome forced, CURLcode code);
+static void attempt_transfer_done(struct engine *e, struct engine_transfer *t, CURLcode code);
 
 void
 call_req_clear(struct call_req *cr)
@@ -932,7 +934,8 @@ attempt_start(struct call *c, int bidx, int is_probe, int canary, int target)
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(h, CURLOPT_PREREQDATA, a);
-	curl_easy_setopt(h, CURLOPT_PRIVATE, a);
+	a->xfer.done = attempt_transfer_done;
+	curl_easy_setopt(h, CURLOPT_PRIVATE, &a->xfer);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, a->errbuf);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)a->to.connect_ms);
@@ -1204,15 +1207,11 @@ out:
 	free(a);
 }
 
-void
-call_transfer_done(struct engine *e, CURL *easy, CURLcode code)
+/* The engine's transfer-done hook of an attempt (struct engine_transfer). */
+static void
+attempt_transfer_done(struct engine *e, struct engine_transfer *t, CURLcode code)
 {
-	struct attempt *a = NULL;
-
-	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&a);
-	if (a == NULL)
-		return;
-	attempt_end(a, OUTCOME__COUNT, code);
+	attempt_end((struct attempt *)t, OUTCOME__COUNT, code);
 }
 
 /* A bulkhead slot was handed to us, or the queue wait ran out. */

@@ -94,5 +94,4 @@ struct bulkhead_waiter;
 void call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w);
 void call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
 		    struct backend_rt *backends, const int *bmap);
-void call_transfer_done(struct engine *e, CURL *easy, CURLcode code);
 void call_reap(struct engine *e);

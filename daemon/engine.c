@@ -321,8 +321,13 @@ check_multi_info(struct engine *e)
 	int left;
 
 	while ((msg = curl_multi_info_read(e->multi, &left)) != NULL) {
-		if (msg->msg == CURLMSG_DONE)
-			call_transfer_done(e, msg->easy_handle, msg->data.result);
+		struct engine_transfer *t = NULL;
+
+		if (msg->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&t);
+		if (t != NULL && t->done != NULL)
+			t->done(e, t, msg->data.result);
 	}
 }
 

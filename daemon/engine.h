@@ -71,6 +71,20 @@ struct cfg_hold {
 
 typedef void (*engine_task_fn)(struct engine *e, void *arg);
 
+/*
+ * A transfer on the engine's curl multi handle. Every easy handle the
+ * loop drives has CURLOPT_PRIVATE set to one of these, usually embedded in
+ * its owner (an attempt); when libcurl reports it done the loop calls
+ * done(e, t, code) on the engine thread. The loop knows nothing else of
+ * what the transfer is for.
+ */
+struct engine_transfer;
+typedef void (*engine_transfer_done_fn)(struct engine *e, struct engine_transfer *t,
+					CURLcode code);
+struct engine_transfer {
+	engine_transfer_done_fn done;
+};
+
 struct engine_task {
 	struct engine_task *next;
 	engine_task_fn fn;
