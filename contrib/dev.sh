@@ -17,12 +17,14 @@ cd "$here"
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
 	libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libcjson-dev
 	libncurses-dev check tmux sqlite3 curl procps
-	prometheus iproute2 nftables clang libclang-rt-14-dev nginx-light openssl)
+	prometheus iproute2 nftables clang libclang-rt-14-dev nginx-light openssl
+	clang-format)
 # prometheus: promtool checks the /metrics output and the fleet rules;
 # iproute2 + nftables: the network fault test (netem, or tbf and random
 # drop where the kernel has no sch_netem); clang + libclang-rt: the libFuzzer targets;
 # nginx-light (its http_v2 and echo modules) + openssl: the HTTP/2 upstream
-# of the http2 integration test (the guard below keeps its service stopped).
+# of the http2 integration test (the guard below keeps its service stopped);
+# clang-format: the style test (tests/style.sh).
 
 log() { printf '== %s\n' "$*" >&2; }
 
