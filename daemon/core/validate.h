@@ -7,7 +7,8 @@
  * number/integer, confidence clamped when clamp_confidence), check the
  * schema subset, deny patterns, conditional rules and the confidence
  * thresholds. Runs on the engine thread; the compiled schema is immutable
- * and owned by the config.
+ * and owned by the config. The two algorithms underneath are schema.h
+ * (compile and check) and extract.h (find the object).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +16,9 @@
 #include <cjson/cJSON.h>
 
 #include "config.h"
+/* validate_compile(), vschema_free(), validate_extract_object(): included for callers. */
+#include "extract.h"
+#include "schema.h"
 
 enum validate_e {
 	VALIDATE_E_FORMAT = 1, /* no usable JSON object (empty, truncated, fence only, ...) */
@@ -33,16 +37,6 @@ struct validate_result {
 	char field[64];	     /* the field concerned, "" when none */
 	char detail[256];    /* short human detail, e.g. "intent: \"banana\" not in enum" */
 };
-
-/*
- * Compile a JSON-schema subset (type object/string/number/integer/boolean/
- * array, required, properties, items, enum, minimum, maximum, minLength,
- * maxLength, pattern). Unknown keywords and bad values are errors:
- * *cause names the path inside the schema, e.g. "properties.summary.pattern:
- * invalid regex ...". 0 or VALIDATE_E_SCHEMA.
- */
-int validate_compile(const cJSON *schema, struct vschema **out, char **cause);
-void vschema_free(struct vschema *s);
 
 /*
  * Validate model text against oc. Returns 0 (res->result set, maybe
@@ -64,10 +58,3 @@ void validate_result_clear(struct validate_result *res);
 
 /* "format", "schema", "semantic", "confidence" (the SCHEMA.md stage names). */
 const char *validate_stage_name(int stage);
-
-/*
- * Find the first complete JSON object in text (string- and escape-aware
- * brace matching, after stripping a UTF-8 BOM; fences and prose around it
- * are skipped). 0 with [*start, *end) set, or VALIDATE_E_FORMAT.
- */
-int validate_extract_object(const char *text, size_t len, size_t *start, size_t *end);
