@@ -19,7 +19,7 @@
 
 #include "outcome.h"
 
-struct vschema; /* compiled output schema, validate.h */
+struct vschema; /* compiled output schema, schema.h */
 
 enum config_e {
 	CONFIG_E_INVALID = 1, /* the file parsed but failed validation: see cause */

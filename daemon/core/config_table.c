@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "config_int.h"
 #include "util.h"
 
 #define H   3600000.0  /* one hour in ms: the ceiling of most durations */

@@ -3,9 +3,10 @@
  * config_table: the one table of configuration keys (CONFIG.md), internal
  * to the config module. A row names a key by its path pattern
  * ("routes[].retry.multiplier": "[]" stands for any array index), its type,
- * range, default (JSON text), unit and help. The loader (config.c) reads
- * types, defaults and ranges from here and suggests unknown keys' nearest
- * neighbours from here; --help prints it; the state API may read it.
+ * range, default (JSON text), unit and help. The loader (config_walk.c,
+ * config.c) reads types, defaults and ranges from here and suggests unknown
+ * keys' nearest neighbours from here; --help prints it; the state API may
+ * read it.
  * Pure constant data.
  *
  * Offsets: a row's off is relative to the struct of the nearest enclosing
