@@ -252,10 +252,7 @@ cache_load(struct cache *c, struct store_reader *rd, int64_t since_wall_ms)
 	char *cause = NULL;
 	int r;
 
-	r = store_reader_query(rd,
-			       "SELECT route, key, result, confidence, stored_at FROM cache "
-			       "WHERE stored_at >= ?1 ORDER BY stored_at",
-			       v, 1, load_row, &lc, &cause);
+	r = store_reader_run(rd, STORE_Q_CACHE_LOAD, v, 1, load_row, &lc, &cause);
 	free(cause);
 	return r;
 }

@@ -1,11 +1,12 @@
 #pragma once
 /*
- * store: fusebox's SQLite persistence. One writer thread (store.c, shaped
- * like Redis bio.c) owns the read-write connection and commits log rows in
- * batches; promises (jobs, review decisions, overrides, audit) go through
- * store_commit_now(), which blocks until they are committed. Readers open a
- * read-only connection per thread. Schema: db/migrations/NNN_*.sql, applied
- * by store_open(). Every function here is thread-safe unless noted.
+ * store: fusebox's SQLite persistence. One writer thread (store_writer.c,
+ * shaped like Redis bio.c) owns the read-write connection and commits log
+ * rows in batches; promises (jobs, review decisions, overrides, audit) go
+ * through store_commit_now(), which blocks until they are committed.
+ * Readers open a read-only connection per thread. Schema:
+ * db/migrations/NNN_*.sql, applied by store_open(). Every function here is
+ * thread-safe unless noted.
  */
 #include <sched.h>
 #include <sqlite3.h>
@@ -137,6 +138,183 @@ enum store_stmt {
 	STORE_STMT__COUNT
 };
 
+/*
+ * The read queries: what the daemon and the console read, named, beside
+ * the writer's statements. Each binds ?1..?N as listed (fewer values bind
+ * NULL) and returns the columns after "->". Run one with
+ * store_reader_run() and its _int and _text forms. STORE_REVIEW_COLUMNS
+ * (store.c) stands for a review item's columns, in the order
+ * daemon/review_q.h's review_item_from_row() reads them.
+ */
+enum store_query {
+	/* -> the highest applied migration, 0 when none. */
+	STORE_Q_SCHEMA_VERSION,
+	/*
+	 * The stored answer a repeated request replays: ?1 route,
+	 * request_id, ?3 oldest started_at (the idempotency TTL) ->
+	 * response (HTTP 200 answers only).
+	 */
+	STORE_Q_CALL_REPLAY,
+	/* The latest call of a request id: ?1 request_id -> route. */
+	STORE_Q_CALL_ROUTE,
+	/* The latest call of a request id: ?1 request_id -> response. */
+	STORE_Q_CALL_RESPONSE,
+	/* Where the id counters start: -> max(id), 0 when empty. */
+	STORE_Q_CALL_MAX_ID,
+	STORE_Q_ATTEMPT_MAX_ID,
+	STORE_Q_VFAIL_MAX_ID,
+	STORE_Q_DEGRADATION_MAX_ID,
+	/*
+	 * Calls of a route that finished in a window: ?1 route, started_at
+	 * lower bound (lets the index bound the range), ?3 finished_at
+	 * lower bound -> count(*).
+	 */
+	STORE_Q_ROUTE_CALLS,
+	/*
+	 * The same calls ranked by elapsed_ms: ?1 .. ?3 as above, ?4 rank
+	 * (0-based) -> elapsed_ms.
+	 */
+	STORE_Q_ROUTE_ELAPSED_RANK,
+	/* Open (pending, claimed) reviews of ?1 route -> count(*). */
+	STORE_Q_ROUTE_REVIEWS_OPEN,
+	/* One review item: ?1 id -> STORE_REVIEW_COLUMNS. */
+	STORE_Q_REVIEW_GET,
+	/*
+	 * The review list, one query per state filter: ?1 state (_STATE
+	 * only), ?2 now (_OVERDUE only: due_at <= now), ?3 route or NULL,
+	 * priority or NULL, ?5 limit -> STORE_REVIEW_COLUMNS, by due_at, id.
+	 * _OPEN: pending or claimed; _DECIDED: approved, corrected or
+	 * rejected; _ALL: every state.
+	 */
+	STORE_Q_REVIEW_LIST_STATE,
+	STORE_Q_REVIEW_LIST_OPEN,
+	STORE_Q_REVIEW_LIST_OVERDUE,
+	STORE_Q_REVIEW_LIST_DECIDED,
+	STORE_Q_REVIEW_LIST_ALL,
+	/*
+	 * Open reviews beside the list: ?1 route or NULL, priority or NULL,
+	 * ?3 now -> count(*), how many are due by now.
+	 */
+	STORE_Q_REVIEW_LIST_COUNTS,
+	/*
+	 * Decided reviews for export: ?1 decided_at lower bound, ?2 limit
+	 * -> STORE_REVIEW_COLUMNS, by decided_at, id.
+	 */
+	STORE_Q_REVIEW_EXPORT,
+	/*
+	 * The oldest pending items of a route and priority, which overflow
+	 * accepts: ?1 route, priority, ?3 limit -> id.
+	 */
+	STORE_Q_REVIEW_OVERFLOW,
+	/*
+	 * Open items that fell due in (?1, ?2] -> id, route, priority,
+	 * reason, due_at, by due_at, id.
+	 */
+	STORE_Q_REVIEW_NEWLY_OVERDUE,
+	/* Open items due by ?1 -> route, count(*), one row per route. */
+	STORE_Q_REVIEW_OVERDUE_BY_ROUTE,
+	/* Open items -> route, priority, state, count(*). */
+	STORE_Q_REVIEW_OPEN_COUNTS,
+	/*
+	 * Open items for /metrics: ?1 now -> route, priority, count(*),
+	 * how many are past due_at.
+	 */
+	STORE_Q_REVIEW_METRICS,
+	/*
+	 * Queued or running jobs after ?1 id, ?2 limit -> id, request_id,
+	 * route, state, body, tries, created_at, by id.
+	 */
+	STORE_Q_JOBS_QUEUED,
+	/* -> count(*) of queued or running jobs. */
+	STORE_Q_JOBS_QUEUED_COUNT,
+	/* One job: ?1 request_id -> route, state, response. */
+	STORE_Q_JOB_STATE,
+	/*
+	 * Every override -> kind, subject, value, actor, reason, until, by
+	 * at, kind, subject.
+	 */
+	STORE_Q_OVERRIDES,
+	/*
+	 * Cache rows stored at or after ?1 -> route, key, result,
+	 * confidence, stored_at, by stored_at.
+	 */
+	STORE_Q_CACHE_LOAD,
+	/*
+	 * SLO minutes from ?1 (_ROUTE: of ?2 route only) -> route, minute,
+	 * then the 20 counters in the order of STORE_SLO_MINUTE_ADD's ?3 ..
+	 * ?22, by minute.
+	 */
+	STORE_Q_SLO_HISTORY,
+	STORE_Q_SLO_HISTORY_ROUTE,
+	/* The latest row of ?1 rule, ?2 route -> state, at. */
+	STORE_Q_ALERT_LAST,
+	/* The same row -> 1 when its state is firing, else 0. */
+	STORE_Q_ALERT_FIRING,
+	/*
+	 * When the open episode of ?1 rule, ?2 route began -> min(at) after
+	 * its last resolved or inactive row, 0 when none.
+	 */
+	STORE_Q_ALERT_EPISODE_START,
+	/*
+	 * Rule and route pairs whose latest row is pending or firing ->
+	 * rule, route, severity, state.
+	 */
+	STORE_Q_ALERTS_OPEN,
+	/*
+	 * Where the alert history's fold starts: over the rule and route
+	 * pairs whose latest row before ?1 (epoch ms) is pending or firing,
+	 * the smallest id of the row that closed the pair's episode before
+	 * (0: none) -> that id, -1 when no episode is open.
+	 */
+	STORE_Q_ALERTS_FOLD_AFTER,
+	/*
+	 * Alert rows at or after ?1, or with id > ?2 -> id, rule, route,
+	 * severity, state, value, threshold, at, by id.
+	 */
+	STORE_Q_ALERTS_FOLD,
+	/*
+	 * Events after ?1 id, ?2 limit -> id, at, kind, subject, detail, by
+	 * id.
+	 */
+	STORE_Q_EVENTS_AFTER,
+	/* The latest event of ?1 kind -> max(at), 0 when none. */
+	STORE_Q_EVENT_LAST_AT,
+	/* fusebox report, from ?1 (epoch ms): -> count(*) of SLO minutes. */
+	STORE_Q_REPORT_SLO_ROWS,
+	/*
+	 * Availability from SLO minutes since ?1 -> route, sum(total),
+	 * sum(service_good), sum(smart_good), by route.
+	 */
+	STORE_Q_REPORT_AVAIL_SLO,
+	/*
+	 * The same from calls started since ?1 -> route, calls but 4xx,
+	 * 200/202 within budget, 200 answered by llm or backup, by route.
+	 */
+	STORE_Q_REPORT_AVAIL_CALLS,
+	/*
+	 * Degradations since ?1, top ?2 reasons -> reason, count(*),
+	 * distinct calls, the routes (comma-separated).
+	 */
+	STORE_Q_REPORT_DEGRADATIONS,
+	/*
+	 * Validation failures since ?1 (a row without at counts by its
+	 * call's started_at), top ?2 -> route, stage, rule, count(*),
+	 * max(detail).
+	 */
+	STORE_Q_REPORT_FAILURES,
+	STORE_Q__COUNT
+};
+
+/* A named read query; by_key: see store_query_defs in store.c. */
+struct store_query_def {
+	const char *name;
+	const char *sql;
+	int by_key;
+};
+
+/* The read queries, indexed by enum store_query. */
+extern const struct store_query_def store_query_defs[STORE_Q__COUNT];
+
 /* One statement with its values (borrowed). */
 struct store_op {
 	enum store_stmt stmt;
@@ -231,10 +409,10 @@ void store_get_stats(struct store *st, struct store_stats *out);
 
 /*
  * The CPUs the writer thread keeps to, from those the process may use: all
- * but the first when there are two or more (see "Scheduling" in store.c).
- * Returns how many are in *out; 0 (writer not restricted) with fewer than
- * two. The writer applies it at start unless FUSEBOX_WRITER_AFFINITY is
- * "off".
+ * but the first when there are two or more (see "Scheduling" in
+ * store_writer.c). Returns how many are in *out; 0 (writer not restricted)
+ * with fewer than two. The writer applies it at start unless
+ * FUSEBOX_WRITER_AFFINITY is "off".
  */
 int store_writer_cpus(const cpu_set_t *allowed, cpu_set_t *out);
 
@@ -273,6 +451,22 @@ int store_reader_query(struct store_reader *r, const char *sql,
 /* First column of the first row as int64; def when no row or on error. */
 int64_t store_reader_int(struct store_reader *r, const char *sql,
     const struct store_val *vals, int nvals, int64_t def);
+/*
+ * Run the named query q as store_reader_query() runs SQL. 0 or STORE_E_SQL
+ * with *cause (also for a q out of range).
+ */
+int store_reader_run(struct store_reader *r, enum store_query q, const struct store_val *vals,
+		     int nvals, store_row_cb row_cb, void *arg, char **cause);
+/* First column of the first row of q as int64; def when no row or on error. */
+int64_t store_reader_run_int(struct store_reader *r, enum store_query q,
+			     const struct store_val *vals, int nvals, int64_t def);
+/*
+ * First column of the first row of q as a new string in *out (caller
+ * frees; NULL when there is no row or the value is NULL). 0 or STORE_E_SQL
+ * with *cause.
+ */
+int store_reader_run_text(struct store_reader *r, enum store_query q, const struct store_val *vals,
+			  int nvals, char **out, char **cause);
 /* Applied schema version of the reader's DB (0: none, -1: error). */
 int store_schema_version(struct store_reader *r);
 /* The highest migration version compiled in. */

@@ -3,8 +3,9 @@
  * flush, in few batches, and on their own after 50 ms; commit-now is
  * visible on return, all-or-nothing, and survives SIGKILL; a full queue
  * drops and reports; close flushes; retention deletes only old rows; every
- * statement binds its documented column order. Each test works in a fresh
- * directory under /tmp.
+ * statement binds its documented column order; every named read query
+ * runs, and those served by a key search an index. Each test works in a
+ * fresh directory under /tmp.
  */
 #include <check.h>
 #include <dirent.h>
@@ -689,7 +690,7 @@ START_TEST(test_commit_later)
 	ck_assert_uint_eq(stats.sync_commits, 1);
 
 	/* A failing request undoes all its ops and says why. */
-	strcpy(rid, "later-a");
+	snprintf(rid, sizeof rid, "%s", "later-a");
 	ck_assert_int_eq(store_commit_later(st, ops, 2, later_done, &dup), 0);
 	ck_assert_int_eq(store_flush(st), 0);
 	ck_assert_int_eq(dup.calls, 1);
@@ -844,7 +845,7 @@ writer_policy(void)
 	ck_assert_ptr_nonnull(d);
 	while ((de = readdir(d)) != NULL && policy < 0) {
 		/* not this thread: a test run under nice(1) is at 10 too */
-		if (de->d_name[0] == '.' || atoi(de->d_name) == (int)syscall(SYS_gettid))
+		if (de->d_name[0] == '.' || strtol(de->d_name, NULL, 10) == (long)syscall(SYS_gettid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
 		f = fopen(path, "r");
@@ -858,14 +859,14 @@ writer_policy(void)
 		/* field 3 (state) follows ") " */
 		for (field = 3, p += 2; *p && field < 41; field++) {
 			if (field == 19)
-				nice = atoi(p);
+				nice = (int)strtol(p, NULL, 10);
 			p = strchr(p, ' ');
 			if (p == NULL)
 				break;
 			p++;
 		}
 		if (p != NULL && field == 41 && nice == 10)
-			policy = atoi(p);
+			policy = (int)strtol(p, NULL, 10);
 	}
 	closedir(d);
 	return policy;
@@ -972,7 +973,7 @@ threads_on(const cpu_set_t *want)
 	while ((d = readdir(tasks)) != NULL) {
 		if (d->d_name[0] == '.')
 			continue;
-		if (sched_getaffinity((pid_t)atoi(d->d_name), sizeof set, &set) == 0 &&
+		if (sched_getaffinity((pid_t)strtol(d->d_name, NULL, 10), sizeof set, &set) == 0 &&
 		    CPU_EQUAL(&set, want))
 			n++;
 	}
@@ -1284,6 +1285,174 @@ START_TEST(test_bad_arguments)
 }
 END_TEST
 
+/* The plan of one query: its parameter count and its detail rows. */
+struct plan {
+	int nparams;
+	int search; /* a row says SEARCH */
+	int scan;   /* a row says SCAN */
+	char text[1024];
+};
+
+static int
+plan_row(void *arg, sqlite3_stmt *row)
+{
+	struct plan *p = arg;
+	const char *d = (const char *)sqlite3_column_text(row, 3);
+	size_t n = strlen(p->text);
+
+	p->nparams = sqlite3_bind_parameter_count(row);
+	if (d == NULL)
+		return 0;
+	if (strncmp(d, "SEARCH ", 7) == 0)
+		p->search = 1;
+	if (strncmp(d, "SCAN ", 5) == 0)
+		p->scan = 1;
+	snprintf(p->text + n, sizeof(p->text) - n, "%s%s", n > 0 ? " | " : "", d);
+	return 0;
+}
+
+static void
+plan_get(struct store_reader *r, enum store_query q, struct plan *p)
+{
+	char *cause = NULL, *sql = NULL;
+
+	memset(p, 0, sizeof(*p));
+	ck_assert_int_ge(asprintf(&sql, "EXPLAIN QUERY PLAN %s", store_query_defs[q].sql), 0);
+	ck_assert_msg(store_reader_query(r, sql, NULL, 0, plan_row, p, &cause) == 0, "%s: %s",
+		      store_query_defs[q].name, cause);
+	free(sql);
+}
+
+static int
+rows_count(void *arg, sqlite3_stmt *row)
+{
+	(void)row;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/*
+ * Every named query prepares and runs on a freshly migrated DB, each
+ * parameter bound to 1; the text form returns NULL on no row.
+ */
+START_TEST(test_queries_run)
+{
+	struct store *st = open_store(100);
+	struct store_reader *r = open_reader();
+	struct store_val v[32];
+	struct plan p;
+	char *cause = NULL, *text = NULL;
+	int q, j, rows;
+
+	for (j = 0; j < 32; j++)
+		v[j] = SVI(1);
+	for (q = 0; q < STORE_Q__COUNT; q++) {
+		ck_assert_msg(store_query_defs[q].name != NULL && store_query_defs[q].sql != NULL,
+			      "query %d undefined", q);
+		for (j = 0; j < q; j++)
+			ck_assert_str_ne(store_query_defs[j].name, store_query_defs[q].name);
+		plan_get(r, (enum store_query)q, &p);
+		ck_assert_int_le(p.nparams, 32);
+		rows = 0;
+		ck_assert_msg(store_reader_run(r, (enum store_query)q, v, p.nparams, rows_count,
+					       &rows, &cause) == 0,
+			      "%s: %s", store_query_defs[q].name, cause);
+	}
+	ck_assert_int_eq(store_reader_run(r, STORE_Q__COUNT, NULL, 0, NULL, NULL, &cause),
+			 STORE_E_SQL);
+	ck_assert_ptr_nonnull(cause);
+	free(cause);
+	cause = NULL;
+	ck_assert_int_eq(store_reader_run_int(r, STORE_Q_SCHEMA_VERSION, NULL, 0, -1),
+			 store_known_version());
+	ck_assert_int_eq(store_reader_run_int(r, STORE_Q__COUNT, NULL, 0, -5), -5);
+	v[0] = SVT("no-such-request");
+	ck_assert_int_eq(store_reader_run_text(r, STORE_Q_CALL_ROUTE, v, 1, &text, &cause), 0);
+	ck_assert_ptr_null(text);
+	store_reader_close(r);
+	store_close(st);
+}
+END_TEST
+
+/* A call row, then the text form reads it back as a new string. */
+START_TEST(test_queries_text)
+{
+	struct store *st = open_store(100);
+	struct store_reader *r;
+	struct store_val c[20] = {SVI(1),
+				  SVT("req-1"),
+				  SVT("route-a"),
+				  SVI(1000),
+				  SVI(1010),
+				  SVI(10),
+				  SVI(500),
+				  SVT("L1"),
+				  SVT("llm"),
+				  SVT("be"),
+				  SVI(0),
+				  SVN,
+				  SVI(1),
+				  SVN,
+				  SVI(0),
+				  SVI(200),
+				  SVT("in"),
+				  SVT("{}"),
+				  SVT("{\"ok\":1}"),
+				  SVT("done")};
+	struct store_val v[1] = {SVT("req-1")};
+	char *cause = NULL, *text = NULL;
+
+	ck_assert_int_eq(store_put(st, STORE_CALL_INSERT, c, 20), 0);
+	ck_assert_int_eq(store_flush(st), 0);
+	r = open_reader();
+	ck_assert_int_eq(store_reader_run_text(r, STORE_Q_CALL_ROUTE, v, 1, &text, &cause), 0);
+	ck_assert_str_eq(text, "route-a");
+	free(text);
+	ck_assert_int_eq(store_reader_run_text(r, STORE_Q_CALL_RESPONSE, v, 1, &text, &cause), 0);
+	ck_assert_str_eq(text, "{\"ok\":1}");
+	free(text);
+	ck_assert_int_eq(store_reader_run_int(r, STORE_Q_CALL_MAX_ID, NULL, 0, -1), 1);
+	store_reader_close(r);
+	store_close(st);
+}
+END_TEST
+
+/*
+ * A query the API serves by a key searches an index: its plan walks no
+ * table (SCAN), calls and attempts above all.
+ */
+START_TEST(test_queries_keyed_plan)
+{
+	/* Full scans of calls today; issue 27 adds their index. */
+	static const enum store_query known_scans[] = {
+		STORE_Q_CALL_ROUTE,
+		STORE_Q_CALL_RESPONSE,
+	};
+	struct store *st = open_store(100);
+	struct store_reader *r = open_reader();
+	struct plan p;
+	size_t k;
+	int q, keyed = 0;
+
+	for (q = 0; q < STORE_Q__COUNT; q++) {
+		if (!store_query_defs[q].by_key)
+			continue;
+		for (k = 0; k < sizeof(known_scans) / sizeof(known_scans[0]); k++) {
+			if ((int)known_scans[k] == q)
+				break;
+		}
+		if (k < sizeof(known_scans) / sizeof(known_scans[0]))
+			continue;
+		keyed++;
+		plan_get(r, (enum store_query)q, &p);
+		ck_assert_msg(p.search && !p.scan, "%s: %s", store_query_defs[q].name, p.text);
+	}
+	ck_assert_int_gt(keyed, 0);
+	store_reader_close(r);
+	store_close(st);
+}
+END_TEST
+
 static Suite *
 store_suite(void)
 {
@@ -1320,6 +1489,9 @@ store_suite(void)
 	TC("prune_old_only", test_prune_old_only);
 	TC("reader", test_reader);
 	TC("bad_arguments", test_bad_arguments);
+	TC("queries_run", test_queries_run);
+	TC("queries_text", test_queries_text);
+	TC("queries_keyed_plan", test_queries_keyed_plan);
 #undef TC
 	return s;
 }

@@ -42,7 +42,7 @@
 #define CONCURRENCY 24
 #define OPS_MAX 8192
 #define PROXY_CONNS 256
-#define BATCH_ROWS 1000 /* the store writer's batch (db/store.c) */
+#define BATCH_ROWS 1000 /* the store writer's batch (db/store_writer.c) */
 
 static struct itd T;
 
