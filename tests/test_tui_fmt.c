@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
 #include "fmt.h"
+#include "table.h"
 
 static void
 utf8_mode(void)

@@ -15,15 +15,3 @@ enum cli_exit { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 /* Run argv[0] (the verb) with its arguments. */
 int cli_run(struct client *c, int json, int argc, char **argv);
 void cli_usage(FILE *fp);
-
-/*
- * A text table for the terminal: cells are copied; columns are as wide as
- * their widest cell (display width, so CJK text lines up), two spaces
- * apart; the last column is not padded. Used by the verbs and the report.
- */
-struct table;
-
-struct table *table_new(int ncols, const char *const *titles, const char *right);
-void table_add(struct table *t, const char *const *cells);
-void table_print(struct table *t, FILE *fp);
-void table_free(struct table *t);

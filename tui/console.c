@@ -21,7 +21,6 @@
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "clock.h"
+#include "console_ctx.h"
 #include "fmt.h"
 #include "screen_breakers.h"
 #include "screen_events.h"
@@ -62,65 +62,9 @@ static const char *const global_help[] = {
 	NULL,
 };
 
-void
-console_msg(struct console *c, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->msg, sizeof c->msg, fmt, ap);
-	va_end(ap);
-	c->msg_err = err;
-	c->msg_at = clock_mono_ms();
-}
-
-int
-console_can_operate(struct console *c)
-{
-	if (c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER) {
-		console_msg(
-			c, 1,
-			"read-only: this token is a %s's; operator actions need an operator token",
-			role_name((enum role)c->cli->role));
-		return 0;
-	}
-	return 1;
-}
-
-void
-console_send(struct console *c, const char *label, const char *method, const char *path,
-	     const char *body)
-{
-	struct sent_action *a = &c->actions[c->nactions++ % CONSOLE_ACTIONS];
-
-	a->tag = fetch_action(c->fetch, method, path, body);
-	snprintf(a->label, sizeof a->label, "%s", label);
-	console_msg(c, 0, "%s: sending %s %s ...", label, method, path);
-}
-
-void
-console_form(struct console *c, const struct form *f)
-{
-	c->form = *f;
-	form_open(&c->form, c);
-}
-
-const char *
-console_filter(const struct console *c, int screen)
-{
-	return c->filter[screen];
-}
-
-const char *
-console_ep_error(const struct console *c, enum fetch_kind k)
-{
-	if (!c->ep[k].seen || c->ep[k].ok)
-		return NULL;
-	return c->ep[k].err;
-}
-
-void
-console_switch(struct console *c, int i)
+/* Show screen i (SCR_*) and poll what it needs now. */
+static void
+show(struct console *c, int i)
 {
 	c->screen = i;
 	c->filtering = 0;
@@ -447,13 +391,13 @@ key(struct console *c, int k)
 	case '4':
 	case '5':
 	case '6':
-		console_switch(c, k - '1');
+		show(c, k - '1');
 		break;
 	case K_TAB:
-		console_switch(c, (c->screen + 1) % SCR__COUNT);
+		show(c, (c->screen + 1) % SCR__COUNT);
 		break;
 	case FK(KEY_BTAB):
-		console_switch(c, (c->screen + SCR__COUNT - 1) % SCR__COUNT);
+		show(c, (c->screen + SCR__COUNT - 1) % SCR__COUNT);
 		break;
 	case '/':
 		c->filtering = 1;
@@ -512,6 +456,7 @@ console_run(struct client *cli)
 	memset(&c, 0, sizeof c);
 	c.cli = cli;
 	c.connected = 1;
+	c.next_screen = -1;
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		fprintf(stderr,
 			"fusebox: the console needs a terminal (or give a verb; see --help)\n");
@@ -545,7 +490,7 @@ console_run(struct client *cli)
 	for (i = 0; i < SCR__COUNT; i++)
 		if (screens[i]->init)
 			screens[i]->init(&c);
-	console_switch(&c, SCR_OVERVIEW);
+	show(&c, SCR_OVERVIEW);
 
 	/* ^C, SIGTERM, SIGHUP: leave through endwin(), not with the terminal in raw mode. */
 	memset(&sa, 0, sizeof sa);
@@ -576,8 +521,13 @@ console_run(struct client *cli)
 			merge(&c, r);
 			fetch_result_free(r);
 		}
-		while (!c.quit && read_key(&k))
+		while (!c.quit && read_key(&k)) {
 			key(&c, k);
+			if (c.next_screen >= 0) {
+				show(&c, c.next_screen);
+				c.next_screen = -1;
+			}
+		}
 		if (c.quit)
 			break;
 		draw(&c);

@@ -21,6 +21,7 @@
 #include <cjson/cJSON.h>
 
 #include "util.h"
+#include "wire.h"
 
 const char *const model_slo_windows[SLO_NWIN] = {"5m", "30m", "1h", "6h", "1d", "3d", "30d"};
 
@@ -185,11 +186,11 @@ breaker_st_parse(const char *name)
 		const char *name;
 		enum breaker_st st;
 	} names[] = {
-		{"closed", BS_CLOSED},
-		{"half_open", BS_HALF_OPEN},
-		{"open", BS_OPEN},
-		{"forced_open", BS_FORCED_OPEN},
-		{"forced_closed", BS_FORCED_CLOSED},
+		{WIRE_BREAKER_CLOSED, BS_CLOSED},
+		{WIRE_BREAKER_HALF_OPEN, BS_HALF_OPEN},
+		{WIRE_BREAKER_OPEN, BS_OPEN},
+		{WIRE_BREAKER_FORCED_OPEN, BS_FORCED_OPEN},
+		{WIRE_BREAKER_FORCED_CLOSED, BS_FORCED_CLOSED},
 	};
 	size_t i;
 

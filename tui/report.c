@@ -23,37 +23,14 @@
 
 #include <cjson/cJSON.h>
 
-#include "cli.h"
 #include "clock.h"
 #include "fmt.h"
 #include "store.h"
+#include "table.h"
 #include "util.h"
 
 #define TOP_FAILURES 10
 #define TOP_REASONS  20
-
-static const char sql_slo_count[] = "SELECT count(*) FROM slo_minutes WHERE minute >= ?1";
-
-static const char sql_avail_slo[] =
-	"SELECT route, sum(total), sum(service_good), sum(smart_good) "
-	"FROM slo_minutes WHERE minute >= ?1 GROUP BY route ORDER BY route";
-
-static const char sql_avail_calls[] =
-	"SELECT route, "
-	"sum(CASE WHEN http_status BETWEEN 400 AND 499 THEN 0 ELSE 1 END), "
-	"sum(CASE WHEN http_status IN (200, 202) AND (budget_ms IS NULL OR elapsed_ms IS NULL "
-	"OR elapsed_ms <= budget_ms) THEN 1 ELSE 0 END), "
-	"sum(CASE WHEN http_status = 200 AND source IN ('llm', 'backup') THEN 1 ELSE 0 END) "
-	"FROM calls WHERE started_at >= ?1 GROUP BY route ORDER BY route";
-
-static const char sql_degradations[] =
-	"SELECT reason, count(*), count(DISTINCT call_id), group_concat(DISTINCT route) "
-	"FROM degradations WHERE at >= ?1 GROUP BY reason ORDER BY 2 DESC, 1 LIMIT ?2";
-
-static const char sql_failures[] =
-	"SELECT route, stage, rule, count(*) AS n, max(detail) FROM validation_failures v "
-	"WHERE coalesce(at, (SELECT started_at FROM calls c WHERE c.id = v.call_id), 0) >= ?1 "
-	"GROUP BY route, stage, rule ORDER BY n DESC, route, stage, rule LIMIT ?2";
 
 struct avail_row {
 	char route[128];
@@ -264,7 +241,7 @@ usage(const char *msg)
 		"fusebox: report: %s\nusage: fusebox report --db FILE [--since T]\n"
 		"  T: RFC3339 (2026-11-30T12:00:00Z) or a duration back from now (1h, 30m, 7d)\n",
 		msg);
-	return CLI_USAGE;
+	return REPORT_USAGE;
 }
 
 int
@@ -277,7 +254,7 @@ report_run(int json, int argc, char **argv)
 	const char *db = NULL, *since_arg = "24h", *source;
 	char *cause = NULL, since[40];
 	int64_t now = clock_wall_ms(), since_ms;
-	int i, rc = CLI_FAILED, ver;
+	int i, rc = REPORT_FAILED, ver;
 
 	memset(&rp, 0, sizeof rp);
 	for (i = 1; i < argc; i++) {
@@ -319,31 +296,31 @@ report_run(int json, int argc, char **argv)
 	rp.degr = cJSON_CreateArray();
 	rp.fails = cJSON_CreateArray();
 	vals[0] = SVI(since_ms - since_ms % 60000);
-	if (store_reader_int(rd, sql_slo_count, vals, 1, 0) > 0) {
+	if (store_reader_run_int(rd, STORE_Q_REPORT_SLO_ROWS, vals, 1, 0) > 0) {
 		source = "slo_minutes";
-		rc = store_reader_query(rd, sql_avail_slo, vals, 1, on_avail, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_AVAIL_SLO, vals, 1, on_avail, &rp, &cause);
 	} else {
 		source = "calls (no slo_minutes rows in the period)";
 		vals[0] = SVI(since_ms);
-		rc = store_reader_query(rd, sql_avail_calls, vals, 1, on_avail, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_AVAIL_CALLS, vals, 1, on_avail, &rp, &cause);
 	}
 	vals[0] = SVI(since_ms);
 	vals[1] = SVI(TOP_REASONS);
 	if (rc == 0)
-		rc = store_reader_query(rd, sql_degradations, vals, 2, on_degradation, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_DEGRADATIONS, vals, 2, on_degradation, &rp, &cause);
 	vals[1] = SVI(TOP_FAILURES);
 	if (rc == 0)
-		rc = store_reader_query(rd, sql_failures, vals, 2, on_failure, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_FAILURES, vals, 2, on_failure, &rp, &cause);
 	if (rc != 0) {
 		fprintf(stderr, "fusebox: report: %s: %s\n", db, cause ? cause : "query failed");
-		rc = CLI_FAILED;
+		rc = REPORT_FAILED;
 		goto out;
 	}
 	if (json)
 		print_json(&rp, db, since, source);
 	else
 		print_human(&rp, db, since, since_arg, source);
-	rc = CLI_OK;
+	rc = REPORT_OK;
 out:
 	free(cause);
 	free(rp.avail);

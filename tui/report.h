@@ -7,5 +7,8 @@
  * from now (default 24h). Main thread.
  */
 
-/* argv[0] is "report". Returns an exit code (0, 1 failed, 2 usage). */
+/* The exit codes, the same numbers as cli.h's (the CLI passes them on). */
+enum report_exit { REPORT_OK = 0, REPORT_FAILED = 1, REPORT_USAGE = 2 };
+
+/* argv[0] is "report". Returns an exit code (REPORT_*). */
 int report_run(int json, int argc, char **argv);

@@ -19,6 +19,7 @@
 #include "client.h"
 #include "fmt.h"
 #include "util.h"
+#include "wire.h"
 
 static struct {
 	struct listsel ls;
@@ -41,42 +42,6 @@ static const struct colspec br_cols[] = {
 	{"SLOW%", 6, FMT_RIGHT},    {"CALLS", 6, FMT_RIGHT},  {"HALF-OPEN", 9, FMT_RIGHT},
 	{"INFLIGHT", 9, FMT_RIGHT}, {"HEALTH", 6, FMT_RIGHT}, {"P90", 0, FMT_RIGHT},
 };
-
-const char *
-breaker_words(enum breaker_st st, const char *raw)
-{
-	switch (st) {
-	case BS_CLOSED:
-		return "closed";
-	case BS_HALF_OPEN:
-		return "half-open";
-	case BS_OPEN:
-		return "OPEN";
-	case BS_FORCED_OPEN:
-		return "forced open";
-	case BS_FORCED_CLOSED:
-		return "forced closed";
-	default:
-		return raw[0] ? raw : "?";
-	}
-}
-
-enum colour
-breaker_colour(enum breaker_st st)
-{
-	switch (st) {
-	case BS_CLOSED:
-		return C_OK;
-	case BS_HALF_OPEN:
-		return C_WARN;
-	case BS_OPEN:
-	case BS_FORCED_OPEN:
-	case BS_FORCED_CLOSED:
-		return C_BAD;
-	default:
-		return C_NORMAL;
-	}
-}
 
 static void
 build(struct console *c)
@@ -178,9 +143,10 @@ breakers_draw(struct console *c, int top, int rows, int cols)
 static const char *
 target_name(const char *state)
 {
-	return strcmp(state, "forced_open") == 0     ? "OPEN (forced)"
-	       : strcmp(state, "forced_closed") == 0 ? "CLOSED (forced)"
-						     : "automatic control (closed, empty windows)";
+	return strcmp(state, WIRE_BREAKER_FORCED_OPEN) == 0 ? "OPEN (forced)"
+	       : strcmp(state, WIRE_BREAKER_FORCED_CLOSED) == 0
+		       ? "CLOSED (forced)"
+		       : "automatic control (closed, empty windows)";
 }
 
 static int
@@ -249,7 +215,10 @@ breakers_key(struct console *c, int key)
 		return NEXT_DONE;
 	listsel_clamp(&br.ls, br.vis.n, MAX(br.page, 1));
 	b = &c->state->backends[br.vis.idx[br.ls.sel]];
-	open_form(c, b, key == 'o' ? "forced_open" : key == 'c' ? "forced_closed" : "auto");
+	open_form(c, b,
+		  key == 'o'   ? WIRE_BREAKER_FORCED_OPEN
+		  : key == 'c' ? WIRE_BREAKER_FORCED_CLOSED
+			       : WIRE_BREAKER_AUTO);
 	return NEXT_DONE;
 }
 

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "fmt.h"
-#include "screen_routes.h"
 #include "util.h"
 
 #define PANEL_ROWS 3
@@ -277,7 +276,7 @@ overview_key(struct console *c, int key)
 	if (listsel_key(&ov.ls, key, ov.vis.n, MAX(ov.page, 1)))
 		return NEXT_DONE;
 	if (key == K_ENTER && ov.vis.n > 0) {
-		screen_routes_select(c, c->state->routes[ov.vis.idx[ov.ls.sel]].name);
+		console_route_select(c, c->state->routes[ov.vis.idx[ov.ls.sel]].name);
 		return NEXT_DONE;
 	}
 	return NEXT_PASS;

@@ -1,6 +1,6 @@
 #pragma once
 /* screen_overview: the console's Overview screen (see the design note in screen_overview.c). UI
  * thread. */
-#include "console.h"
+#include "console_ctx.h"
 
 extern const struct screen screen_overview;

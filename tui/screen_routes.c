@@ -19,7 +19,6 @@
 
 #include "client.h"
 #include "fmt.h"
-#include "screen_breakers.h"
 #include "util.h"
 
 #define ROW_CODE(ri, ti) ((ri) * (MODEL_TARGETS_MAX + 1) + (ti) + 1)
@@ -33,7 +32,6 @@ static struct {
 	char edit_route[MODEL_NAME_MAX]; /* route with pending weights, "" none */
 	int edit_w[MODEL_TARGETS_MAX];
 	int edit_n;
-	char select[MODEL_NAME_MAX]; /* select this route at the next draw */
 } rt;
 
 static const char *const level_choices[] = {
@@ -58,13 +56,6 @@ static const struct colspec rt_cols[] = {
 	{"WEIGHT", 6, FMT_RIGHT}, {"NEW", 5, FMT_RIGHT}, {"SHARE", 6, FMT_RIGHT},
 	{"CANARY", 6, FMT_PAD},	  {"BREAKER", 0, 0},
 };
-
-void
-screen_routes_select(struct console *c, const char *route)
-{
-	snprintf(rt.select, sizeof rt.select, "%s", route);
-	console_switch(c, SCR_ROUTES);
-}
 
 static void
 build(struct console *c)
@@ -201,15 +192,15 @@ routes_draw(struct console *c, int top, int rows, int cols)
 		ui_put(top + 1, 1, cols - 1, C_DIM, "waiting for the first snapshot ...", 0);
 		return;
 	}
-	if (rt.select[0]) {
+	if (c->route_select[0]) {
 		for (i = 0; i < rt.vis.n; i++) {
-			if (strcmp(c->state->routes[ROW_ROUTE(rt.vis.idx[i])].name, rt.select) ==
-			    0) {
+			if (strcmp(c->state->routes[ROW_ROUTE(rt.vis.idx[i])].name,
+				   c->route_select) == 0) {
 				rt.ls.sel = i;
 				break;
 			}
 		}
-		rt.select[0] = '\0';
+		c->route_select[0] = '\0';
 	}
 	ui_printf(top, 1, cols - 1, C_NORMAL, 0, "routes %d", c->state->nroutes);
 	ui_header(top + 1, cols, rt_cols, (int)ARRAY_SIZE(rt_cols));

@@ -1,5 +1,5 @@
 #pragma once
 /* screen_slo: the console's SLO screen (see the design note in screen_slo.c). UI thread. */
-#include "console.h"
+#include "console_ctx.h"
 
 extern const struct screen screen_slo;

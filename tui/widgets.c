@@ -1,5 +1,6 @@
 /*
- * widgets: colours, fitted text, lists, fields, forms, help (see widgets.h).
+ * widgets: colours, fitted text, lists, fields, forms, help, breaker states
+ * (see widgets.h).
  *
  * The colour table is the only place colours are chosen. Each entry has
  * its colour-mode look (pair + attributes) and its monochrome look
@@ -570,4 +571,40 @@ int
 row_left(const struct row *r)
 {
 	return r->x < r->cols ? r->cols - r->x : 0;
+}
+
+const char *
+breaker_words(enum breaker_st st, const char *raw)
+{
+	switch (st) {
+	case BS_CLOSED:
+		return "closed";
+	case BS_HALF_OPEN:
+		return "half-open";
+	case BS_OPEN:
+		return "OPEN";
+	case BS_FORCED_OPEN:
+		return "forced open";
+	case BS_FORCED_CLOSED:
+		return "forced closed";
+	default:
+		return raw[0] ? raw : "?";
+	}
+}
+
+enum colour
+breaker_colour(enum breaker_st st)
+{
+	switch (st) {
+	case BS_CLOSED:
+		return C_OK;
+	case BS_HALF_OPEN:
+		return C_WARN;
+	case BS_OPEN:
+	case BS_FORCED_OPEN:
+	case BS_FORCED_CLOSED:
+		return C_BAD;
+	default:
+		return C_NORMAL;
+	}
 }

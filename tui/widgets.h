@@ -4,7 +4,9 @@
  * colour table (with its monochrome fallback: bold / reverse / dim), text
  * output fitted to a number of columns (wide-char aware), list selection
  * and scrolling, a one-line text field, the modal form (fields, then a
- * y/n confirmation) and the help overlay. UI thread only (ncurses).
+ * y/n confirmation), the help overlay, and how a breaker state reads
+ * (words and colour, on the Breakers and Routes screens). UI thread only
+ * (ncurses).
  *
  * Everything draws into stdscr (the virtual screen); the console erases
  * it, lets the screens draw, and calls doupdate() once, so ncurses sends
@@ -14,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <wchar.h>
+
+#include "model.h"
 
 /* Keys: a character is its code point; a curses function key is FK(code). */
 #define FK(k)	  (0x1000000 | (k))
@@ -172,3 +176,7 @@ void row_begin(struct row *r, int y, int cols, int sel, const struct colspec *sp
 void row_cell(struct row *r, enum colour c, const char *text);
 /* Columns left on the row after the cells drawn so far. */
 int row_left(const struct row *r);
+
+/* A breaker state in words ("half-open", "forced open") and its colour. */
+const char *breaker_words(enum breaker_st st, const char *raw);
+enum colour breaker_colour(enum breaker_st st);

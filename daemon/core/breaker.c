@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "wire.h"
+
 #define RING_FAILURE 0x1
 #define RING_SLOW 0x2
 
@@ -26,11 +28,11 @@
 #define RATE_EPSILON 1e-9
 
 static const char *const breaker_state_names[BREAKER__COUNT] = {
-	[BREAKER_CLOSED] = "closed",
-	[BREAKER_OPEN] = "open",
-	[BREAKER_HALF_OPEN] = "half_open",
-	[BREAKER_FORCED_OPEN] = "forced_open",
-	[BREAKER_FORCED_CLOSED] = "forced_closed",
+	[BREAKER_CLOSED] = WIRE_BREAKER_CLOSED,
+	[BREAKER_OPEN] = WIRE_BREAKER_OPEN,
+	[BREAKER_HALF_OPEN] = WIRE_BREAKER_HALF_OPEN,
+	[BREAKER_FORCED_OPEN] = WIRE_BREAKER_FORCED_OPEN,
+	[BREAKER_FORCED_CLOSED] = WIRE_BREAKER_FORCED_CLOSED,
 };
 
 const char *

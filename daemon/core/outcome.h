@@ -1,8 +1,8 @@
 #pragma once
 /*
  * outcome: the attempt outcome classes of DESIGN.md step 6 and the ladder
- * step and source names shared by config, engine, store rows and the API.
- * Pure; names tables only.
+ * step and source names shared by config, engine, store rows and the API
+ * (the names are spelt in wire.h). Pure; names tables only.
  */
 
 enum outcome {
