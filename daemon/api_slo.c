@@ -1,11 +1,10 @@
 /*
  * api_slo: GET /v1/slo, /v1/alerts, /v1/events and /metrics (API.md).
  *
- * /v1/slo and the obs-owned /metrics families come from obs.c (in-memory
- * minute rings); the engine-state gauges (breakers, levels, bulkheads,
- * retry budget) are read here from struct engine; review, alert and event
- * listings are read from SQLite through the engine's reader, so they show
- * rows once the writer has committed them (at most one batch behind).
+ * /v1/slo comes from obs.c (in-memory minute rings) and the /metrics page
+ * from metrics_page.c; alert and event listings are read from SQLite
+ * through the engine's reader, so they show rows once the writer has
+ * committed them (at most one batch behind).
  * Alerts are listed as episodes folded from the alerts table: an episode
  * opens with a pending (or directly firing) row, its id is that row's id,
  * and it ends resolved, or vanishes when pending goes back to inactive.
@@ -23,16 +22,14 @@
 
 #include "clock.h"
 #include "engine.h"
-#include "metrics.h"
+#include "jsonutil.h"
+#include "metrics_page.h"
 #include "obs.h"
 #include "util.h"
-#include "jobs.h"
-#include "jsonutil.h"
 
 #define EVENTS_LIMIT_DEFAULT	200
 #define EVENTS_LIMIT_MAX	1000
 #define ALERTS_RESOLVED_KEEP_MS (24LL * 3600 * 1000)
-#define METRICS_MAX_BYTES	(16u << 20)
 
 static void
 respond_json(struct http_req *r, cJSON *o)
@@ -143,15 +140,6 @@ fold_row(void *arg, sqlite3_stmt *row)
 }
 
 static void
-add_num_or_null(cJSON *o, const char *name, double v)
-{
-	if (isnan(v))
-		cJSON_AddNullToObject(o, name);
-	else
-		cJSON_AddNumberToObject(o, name, v);
-}
-
-static void
 handle_alerts(struct http_req *r, struct engine *e)
 {
 	int64_t now = clock_wall_ms(), cutoff = now - ALERTS_RESOLVED_KEEP_MS, after;
@@ -166,19 +154,9 @@ handle_alerts(struct http_req *r, struct engine *e)
 	 * still open at the cutoff (after the last row that closed them).
 	 */
 	v[0] = SVI(cutoff);
-	after = store_reader_int(
-		e->reader,
-		"SELECT coalesce(min(coalesce((SELECT max(c.id) FROM alerts c WHERE c.rule = "
-		"a.rule "
-		"AND c.route IS a.route AND c.id < a.id AND c.state IN ('resolved', 'inactive')), "
-		"0)), -1) FROM alerts a WHERE a.id IN (SELECT max(id) FROM alerts WHERE at < ?1 "
-		"GROUP BY rule, route) AND a.state IN ('pending', 'firing')",
-		v, 1, -1);
+	after = store_reader_run_int(e->reader, STORE_Q_ALERTS_FOLD_AFTER, v, 1, -1);
 	v[1] = SVI(after >= 0 ? after : INT64_MAX);
-	if (store_reader_query(e->reader,
-			       "SELECT id, rule, route, severity, state, value, threshold, at "
-			       "FROM alerts WHERE at >= ?1 OR id > ?2 ORDER BY id",
-			       v, 2, fold_row, &f, &cause) != 0) {
+	if (store_reader_run(e->reader, STORE_Q_ALERTS_FOLD, v, 2, fold_row, &f, &cause) != 0) {
 		http_respond_error(r, 500, "store_error", "%s", cause ? cause : "query failed");
 		goto out;
 	}
@@ -196,8 +174,8 @@ handle_alerts(struct http_req *r, struct engine *e)
 		cJSON_AddStringToObject(x, "route", ep->route);
 		cJSON_AddStringToObject(x, "severity", ep->severity ? ep->severity : "");
 		cJSON_AddStringToObject(x, "state", ep->state);
-		add_num_or_null(x, "value", ep->value);
-		add_num_or_null(x, "threshold", ep->threshold);
+		json_add_number(x, "value", ep->value);
+		json_add_number(x, "threshold", ep->threshold);
 		json_add_time(x, "since", ep->since);
 		json_add_time(x, "resolved_at", ep->open ? 0 : ep->resolved_at);
 		cJSON_AddItemToArray(arr, x);
@@ -255,10 +233,7 @@ handle_events(struct http_req *r, struct engine *e)
 	arr = cJSON_AddArrayToObject(o, "events");
 	v[0] = SVI(after);
 	v[1] = SVI(limit);
-	if (store_reader_query(e->reader,
-			       "SELECT id, at, kind, subject, detail FROM events WHERE id > ?1 "
-			       "ORDER BY id LIMIT ?2",
-			       v, 2, event_row, arr, &cause) != 0) {
+	if (store_reader_run(e->reader, STORE_Q_EVENTS_AFTER, v, 2, event_row, arr, &cause) != 0) {
 		cJSON_Delete(o);
 		http_respond_error(r, 500, "store_error", "%s", cause ? cause : "query failed");
 		free(cause);
@@ -267,159 +242,14 @@ handle_events(struct http_req *r, struct engine *e)
 	respond_json(r, o);
 }
 
-struct review_counts {
-	struct engine *e;
-	int64_t (*pending)[PRIORITY__COUNT];
-	int64_t *overdue;
-};
-
-static int
-review_row(void *arg, sqlite3_stmt *row)
-{
-	struct review_counts *rc = arg;
-	int route = engine_route_index(rc->e, col_text(row, 0));
-	int64_t prio = sqlite3_column_int64(row, 1);
-
-	if (route < 0 || prio < 0 || prio >= PRIORITY__COUNT)
-		return 0;
-	rc->pending[route][prio] += sqlite3_column_int64(row, 2);
-	rc->overdue[route] += sqlite3_column_int64(row, 3);
-	return 0;
-}
-
-static void
-metrics_reviews(struct metrics *m, struct engine *e, int64_t now_wall)
-{
-	int64_t(*pending)[PRIORITY__COUNT] = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *pending);
-	int64_t *overdue = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *overdue);
-	struct review_counts rc = {e, pending, overdue};
-	struct store_val v[] = {SVI(now_wall)};
-	struct metrics_label l[2];
-	char *cause = NULL;
-	int i, p;
-
-	if (store_reader_query(e->reader,
-			       "SELECT route, priority, count(*), "
-			       "sum(due_at IS NOT NULL AND due_at < ?1) FROM reviews "
-			       "WHERE state IN ('pending', 'claimed') GROUP BY route, priority",
-			       v, 1, review_row, &rc, &cause) != 0) {
-		free(cause);
-		goto out; /* leave the families out rather than report zeros */
-	}
-	metrics_family(m, "fusebox_review_pending", METRICS_GAUGE,
-		       "Open review items (pending or claimed, overdue included), by route and "
-		       "priority.");
-	for (i = 0; i < e->nroutes; i++) {
-		for (p = 0; p < PRIORITY__COUNT; p++) {
-			l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
-			l[1] = (struct metrics_label){"priority", priority_name((enum priority)p)};
-			metrics_sample(m, "fusebox_review_pending", l, 2, (double)pending[i][p]);
-		}
-	}
-	metrics_family(m, "fusebox_review_overdue", METRICS_GAUGE,
-		       "Open review items past their SLA, by route.");
-	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
-		metrics_sample(m, "fusebox_review_overdue", l, 1, (double)overdue[i]);
-	}
-out:
-	free(pending);
-	free(overdue);
-}
-
 static void
 handle_metrics(struct http_req *r, struct engine *e)
 {
-	int64_t now_wall = clock_wall_ms(), now_mono = clock_mono_ms();
-	struct metrics m;
-	struct metrics_label l[1];
-	struct store_stats ss;
 	char *body = NULL;
 	size_t len = 0;
-	int i, ret;
+	int ret;
 
-	metrics_init(&m, METRICS_MAX_BYTES);
-	obs_metrics_write(e->obs, &m, now_wall);
-	metrics_family(&m, "fusebox_breaker_state", METRICS_GAUGE,
-		       "Circuit breaker state: 0 closed, 1 open, 2 half_open, 3 forced_open, "
-		       "4 forced_closed.");
-	for (i = 0; i < e->nbackends; i++) {
-		enum breaker_state st = breaker_state(&e->backends[i].breaker, now_mono);
-
-		engine_breaker_events(e, &e->backends[i]);
-		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
-		metrics_sample(&m, "fusebox_breaker_state", l, 1, (double)st);
-	}
-	metrics_family(&m, "fusebox_inflight", METRICS_GAUGE,
-		       "Attempts holding a bulkhead slot, by backend.");
-	for (i = 0; i < e->nbackends; i++) {
-		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
-		metrics_sample(&m, "fusebox_inflight", l, 1,
-			       (double)e->backends[i].bulkhead.inflight);
-	}
-	metrics_family(&m, "fusebox_route_level", METRICS_GAUGE,
-		       "Effective route level (0 primary, 1 backup, 2 rules, 3 async).");
-	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
-		metrics_sample(&m, "fusebox_route_level", l, 1, (double)engine_route_level(e, i));
-	}
-	metrics_family(&m, "fusebox_retry_budget_denied_total", METRICS_COUNTER,
-		       "Retries the retry budget refused, by route.");
-	for (i = 0; i < e->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
-		metrics_sample(&m, "fusebox_retry_budget_denied_total", l, 1,
-			       (double)e->routes[i].retries_denied);
-	}
-	metrics_reviews(&m, e, now_wall);
-	store_get_stats(e->store, &ss);
-	{
-		/* the samples without a label */
-		const struct {
-			const char *name;
-			enum metrics_type type;
-			const char *help;
-			double v;
-		} ec[] = {
-			{ "fusebox_log_rows_dropped_total", METRICS_COUNTER,
-			  "Log rows refused because the SQLite writer queue was full.",
-			  (double)ss.dropped },
-			{ "fusebox_log_queue_rows", METRICS_GAUGE,
-			  "Log rows waiting for the SQLite writer.", (double)ss.queued },
-			{ "fusebox_log_writer_boosts_total", METRICS_COUNTER,
-			  "Times the idle-priority SQLite writer was raised to normal scheduling "
-			  "(backlog, a commit waited on, shutdown).",
-			  (double)ss.boosts },
-			{ "fusebox_jobs_queued", METRICS_GAUGE,
-			  "Async jobs (L3, mode async) committed and waiting to run.",
-			  (double)jobs_queued(e->jobs) },
-			{ "fusebox_jobs_running", METRICS_GAUGE, "Async jobs running now.",
-			  (double)jobs_running(e->jobs) },
-			{ "fusebox_store_promises_total", METRICS_COUNTER,
-			  "Durable writes requested (jobs accepted, results, reviews, overrides, audit).",
-			  (double)ss.requests },
-			{ "fusebox_store_sync_commits_total", METRICS_COUNTER,
-			  "Transactions committed with synchronous=FULL (one fsync each; "
-			  "promises made together share one).",
-			  (double)ss.sync_commits },
-			{ "fusebox_replays_total", METRICS_COUNTER,
-			  "Calls answered from the idempotency table (replay or single flight): no calls row",
-			  (double)e->counters.replays },
-			{ "fusebox_rejected_inflight_total", METRICS_COUNTER,
-			  "Calls refused 429: max_inflight reached", (double)e->counters.rejected_inflight },
-			{ "fusebox_wire_resends_total", METRICS_COUNTER,
-			  "Requests libcurl re-sent on a dead reused connection (each an attempt)",
-			  (double)e->counters.wire_resends },
-			{ "fusebox_inflight_calls", METRICS_GAUGE, "Calls admitted and not yet answered.",
-			  (double)e->inflight },
-		};
-		size_t k;
-
-		for (k = 0; k < ARRAY_SIZE(ec); k++) {
-			metrics_family(&m, ec[k].name, ec[k].type, ec[k].help);
-			metrics_sample(&m, ec[k].name, NULL, 0, ec[k].v);
-		}
-	}
-	ret = metrics_finish(&m, &body, &len);
+	ret = metrics_page_write(e, clock_wall_ms(), clock_mono_ms(), &body, &len);
 	if (ret != 0) {
 		http_respond_error(r, 500, "internal", "metrics: %s", strerror(-ret));
 		return;

@@ -1,6 +1,6 @@
 /*
- * obs: what the engine observes, turned into SLO minutes, Prometheus
- * series and alerts.
+ * obs: what the engine observes, turned into SLO minutes, the counters
+ * /metrics shows, and alerts.
  *
  * Per route, a slo_ring holds the minute counters of the last 30 days
  * (loaded from slo_minutes at start). Every counted call also accumulates
@@ -9,13 +9,10 @@
  * the minute changes and at least every OBS_FLUSH_MS, and at obs_free():
  * a crash loses at most that much, a clean stop nothing.
  *
- * Once a second obs_tick() evaluates every alert rule (alerts.c) over the
- * windows of its route; each transition is logged, stored (alerts row +
- * events row kind "alert") and, when firing or resolved, POSTed to the
- * alert webhook and/or Alertmanager through a private notify worker (only
- * created when one is configured). A firing alert is re-sent to
- * Alertmanager every minute so it does not time out there; an episode
- * found pending/firing in the alerts table at start resumes.
+ * Once a second obs_tick() hands the windows of each route that has alert
+ * rules to obs_alerts.c, which owns the rules, their episodes and their
+ * delivery. /metrics is written by metrics_page.c from the read side in
+ * obs.h; the /v1/slo JSON is rendered here.
  *
  * Thread: everything here runs on the engine thread. The config, store and
  * reader are borrowed and must outlive the obs.
@@ -27,32 +24,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
-#include "alerts.h"
+#include "jsonutil.h"
 #include "log.h"
-#include "metrics.h"
-#include "notify.h"
-#include "slo.h"
+#include "obs_alerts.h"
 #include "util.h"
 
-#define OBS_FLUSH_MS	 2000
-#define OBS_AM_RESEND_MS 60000
-#define OBS_MAX_NAMED	 32 /* distinct degradation reasons / stages per route */
-#define OBS_LEVELS	 4
-#define OBS_NOTIFY_QUEUE 256
-#define OBS_NOTIFY_TRIES 4
+#define OBS_FLUSH_MS 2000
 
 /* The windows of /v1/slo plus 2h (the short window of the 1d burn pair). */
 static const int obs_windows[] = {5, 30, 60, 120, 360, 1440, 4320, 43200};
 #define OBS_NWINDOWS ((int)ARRAY_SIZE(obs_windows))
-
-struct obs_named {
-	char *name;
-	uint64_t n;
-};
 
 struct obs_route {
 	struct slo_ring ring;
@@ -60,19 +44,7 @@ struct obs_route {
 	int has_dirty;
 	int latency_ms;
 	int max_alert_min; /* longest window an alert of this route needs */
-	uint64_t calls[SOURCE__COUNT][OBS_LEVELS];
-	uint64_t retries;
-	uint64_t slo_total, slo_good[SLO_KIND__COUNT];
-	struct obs_named degr[OBS_MAX_NAMED + 1]; /* the last one is "other" */
-	int ndegr;
-	struct obs_named vfail[OBS_MAX_NAMED + 1];
-	int nvfail;
-	struct metrics_hist duration;
-};
-
-struct obs_backend {
-	uint64_t attempts[OUTCOME__COUNT];
-	struct metrics_hist duration;
+	struct obs_route_counts n;
 };
 
 struct obs {
@@ -81,16 +53,10 @@ struct obs {
 	struct store_reader *rd;
 	struct obs_route *routes;
 	int nroutes;
-	struct obs_backend *backends;
+	struct obs_backend_counts *backends;
 	int nbackends;
-	struct alert_rule *rules;
-	struct alert *alerts;
-	int nrules;
-	struct notify *notify;
-	char *am_url; /* <alertmanager>/api/v2/alerts or NULL */
-	char instance[128];
+	struct obs_alerts *alerts;
 	int64_t last_flush_ms;
-	int64_t last_am_ms;
 };
 
 static int
@@ -102,18 +68,6 @@ window_index(int minutes)
 		if (obs_windows[i] == minutes)
 			return i;
 	return -1;
-}
-
-/* "5m", "2h", "30d" */
-static void
-window_label(int minutes, char *out, size_t n)
-{
-	if (minutes % 1440 == 0)
-		snprintf(out, n, "%dd", minutes / 1440);
-	else if (minutes % 60 == 0)
-		snprintf(out, n, "%dh", minutes / 60);
-	else
-		snprintf(out, n, "%dm", minutes);
 }
 
 static const char *
@@ -253,209 +207,32 @@ history_load(struct store_reader *rd, const struct config *cfg, struct obs_route
 	     const char *only, int64_t now_wall_ms, char **cause)
 {
 	struct load_ctx lc = {cfg, routes, 0};
-	struct buf sql;
 	struct store_val v[2];
-	int i, ret;
+	int ret;
 
-	buf_init(&sql, 4096);
-	buf_puts(&sql, "SELECT route, minute");
-	for (i = 0; i < SLO_FIELD__COUNT; i++)
-		buf_printf(&sql, ", %s", slo_field_column((enum slo_field)i));
-	buf_puts(&sql, " FROM slo_minutes WHERE minute >= ?1");
-	if (only != NULL)
-		buf_puts(&sql, " AND route = ?2");
-	buf_puts(&sql, " ORDER BY minute");
 	v[0] = SVI(slo_minute_of(now_wall_ms) - (int64_t)(SLO_MAX_MINUTES - 1) * SLO_MINUTE_MS);
 	v[1] = SVT(only);
-	ret = store_reader_query(rd, sql.data, v, only != NULL ? 2 : 1, load_row, &lc, cause);
-	buf_free(&sql);
+	ret = store_reader_run(rd, only != NULL ? STORE_Q_SLO_HISTORY_ROUTE : STORE_Q_SLO_HISTORY,
+			       v, only != NULL ? 2 : 1, load_row, &lc, cause);
 	if (ret == 0)
 		log_info("obs", "loaded %lld slo minute rows%s%s", (long long)lc.rows,
 			 only ? " of route " : "", only ? only : "");
 	return ret;
 }
 
-/*
- * The alert rules of cfg and their (inactive) alerts; sets each route's
- * max_alert_min and warns about burn-rate pairs that can never fire.
- */
-static int
-rules_setup(const struct config *cfg, struct obs_route *routes, struct alert_rule **rulesp,
-	    struct alert **alertsp)
-{
-	struct alert_rule *rules = NULL;
-	struct alert *alerts;
-	int i, n = alert_rules_build(cfg, &rules);
-
-	alerts = xcalloc((size_t)MAX(n, 1), sizeof *alerts);
-	for (i = 0; i < n; i++) {
-		struct alert_rule *r = &rules[i];
-
-		alert_init(&alerts[i], r);
-		routes[r->route].max_alert_min = MAX(routes[r->route].max_alert_min, r->window_min);
-		if (r->kind == ALERT_KIND_BURN && !r->reachable)
-			log_warn("obs",
-				 "route %s: burn-rate alert %s can never fire: %.1fx the error "
-				 "budget of a %g target exceeds a total outage (factor x (1 - "
-				 "target) > 1)",
-				 cfg->routes[r->route].name, r->name, r->threshold, r->target);
-	}
-	*rulesp = rules;
-	*alertsp = alerts;
-	return n;
-}
-
-/* <alertmanager>/api/v2/alerts, or NULL. */
-static char *
-am_url_make(const struct config *cfg)
-{
-	size_t n;
-
-	if (cfg->alertmanager_url == NULL)
-		return NULL;
-	n = strlen(cfg->alertmanager_url);
-	while (n > 0 && cfg->alertmanager_url[n - 1] == '/')
-		n--;
-	return xasprintf("%.*s/api/v2/alerts", (int)n, cfg->alertmanager_url);
-}
-
-static const char *
-rule_route_name(const struct obs *o, const struct alert_rule *r)
-{
-	return route_name(o, r->route);
-}
-
-struct last_ctx {
-	char state[16];
-	int64_t at;
-	int found;
-};
-
-static int
-last_row(void *arg, sqlite3_stmt *row)
-{
-	struct last_ctx *lc = arg;
-	const unsigned char *s = sqlite3_column_text(row, 0);
-
-	snprintf(lc->state, sizeof lc->state, "%s", s ? (const char *)s : "");
-	lc->at = sqlite3_column_int64(row, 1);
-	lc->found = 1;
-	return 1;
-}
-
+/* Each route's max_alert_min, from the rules of alerts. */
 static void
-alert_store_row(struct obs *o, const char *rule, const char *route, const char *severity,
-		const char *state, double value, double threshold, int64_t at)
+routes_alert_min(struct obs_route *routes, int nroutes, const struct obs_alerts *alerts)
 {
-	struct store_val v[7];
+	const struct alert_rule *rules;
+	const struct alert *al;
+	int i, n = obs_alerts_list(alerts, &rules, &al);
 
-	if (o->st == NULL)
-		return;
-	v[0] = SVT(rule);
-	v[1] = SVT(route);
-	v[2] = SVT(severity);
-	v[3] = SVT(state);
-	v[4] = isnan(value) ? SVN : SVR(value);
-	v[5] = isnan(threshold) ? SVN : SVR(threshold);
-	v[6] = SVI(at);
-	store_put(o->st, STORE_ALERT_INSERT, v, 7);
-}
-
-static void
-event_row(struct obs *o, int64_t at, const char *subject, const char *detail)
-{
-	struct store_val v[] = {SVI(at), SVT("alert"), SVT(subject), SVT(detail)};
-
-	if (o->st != NULL)
-		store_put(o->st, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
-}
-
-struct orphan_ctx {
-	struct obs *o;
-	int64_t now;
-};
-
-static int
-orphan_row(void *arg, sqlite3_stmt *row)
-{
-	struct orphan_ctx *oc = arg;
-	struct obs *o = oc->o;
-	const char *rule = (const char *)sqlite3_column_text(row, 0);
-	const char *route = (const char *)sqlite3_column_text(row, 1);
-	const char *sev = (const char *)sqlite3_column_text(row, 2);
-	const char *state = (const char *)sqlite3_column_text(row, 3);
-	char detail[256];
-	int i;
-
-	if (rule == NULL)
-		return 0;
-	/* The review queue and the canary guard keep alerts of their own. */
-	if (strncmp(rule, "review_", 7) == 0 || strncmp(rule, "canary_guard", 12) == 0)
-		return 0;
-	for (i = 0; i < o->nrules; i++)
-		if (strcmp(o->rules[i].name, rule) == 0 && route != NULL &&
-		    strcmp(rule_route_name(o, &o->rules[i]), route) == 0)
-			return 0; /* still configured: restored by its rule */
-	snprintf(detail, sizeof detail, "%s: %s -> resolved (rule no longer configured)", rule,
-		 state ? state : "?");
-	log_info("alerts", "%s/%s", route ? route : "-", detail);
-	alert_store_row(o, rule, route, sev, "resolved", NAN, NAN, oc->now);
-	event_row(o, oc->now, route, detail);
-	return 0;
-}
-
-/* Resume episodes left pending/firing by the previous run. */
-static void
-alerts_restore(struct obs *o, int64_t now_wall_ms)
-{
-	struct orphan_ctx oc = {o, now_wall_ms};
-	char *cause = NULL;
-	int i;
-
-	for (i = 0; i < o->nrules; i++) {
-		struct alert_rule *r = &o->rules[i];
-		struct last_ctx lc = {"", 0, 0};
-		struct store_val v[] = {SVT(r->name), SVT(rule_route_name(o, r))};
-		enum alert_state st;
-		int64_t since;
-
-		if (store_reader_query(
-			    o->rd,
-			    "SELECT state, at FROM alerts WHERE rule = ?1 AND route = ?2 "
-			    "ORDER BY id DESC LIMIT 1",
-			    v, 2, last_row, &lc, &cause) != 0) {
-			log_warn("obs", "alerts restore: %s", cause ? cause : "query failed");
-			free(cause);
-			cause = NULL;
-			continue;
-		}
-		if (!lc.found || alert_state_parse(lc.state, &st) != 0 ||
-		    (st != ALERT_PENDING && st != ALERT_FIRING))
-			continue;
-		since = store_reader_int(
-			o->rd,
-			"SELECT coalesce(min(at), 0) FROM alerts WHERE rule = ?1 AND route = ?2 "
-			"AND "
-			"id > coalesce((SELECT max(id) FROM alerts WHERE rule = ?1 AND route = ?2 "
-			"AND state IN ('resolved', 'inactive')), 0)",
-			v, 2, lc.at);
-		alert_restore(&o->alerts[i], st, since > 0 ? since : lc.at, lc.at);
-		{
-			char ts[40];
-
-			time_format_rfc3339(since > 0 ? since : lc.at, ts, sizeof ts);
-			log_info("alerts", "%s/%s: resumed %s (since %s)", rule_route_name(o, r),
-				 r->name, lc.state, ts);
-		}
-	}
-	if (store_reader_query(o->rd,
-			       "SELECT rule, route, severity, state FROM alerts WHERE id IN "
-			       "(SELECT max(id) FROM alerts GROUP BY rule, route) "
-			       "AND state IN ('pending', 'firing')",
-			       NULL, 0, orphan_row, &oc, &cause) != 0) {
-		log_warn("obs", "alerts restore: %s", cause ? cause : "query failed");
-		free(cause);
-	}
+	for (i = 0; i < nroutes; i++)
+		routes[i].max_alert_min = 0;
+	for (i = 0; i < n; i++)
+		routes[rules[i].route].max_alert_min =
+			MAX(routes[rules[i].route].max_alert_min, rules[i].window_min);
 }
 
 /* Free the state of one route (a moved-out route is all zero: no-op). */
@@ -466,8 +243,8 @@ route_state_free(struct obs_route *r)
 
 	slo_ring_free(&r->ring);
 	for (j = 0; j <= OBS_MAX_NAMED; j++) {
-		free(r->degr[j].name);
-		free(r->vfail[j].name);
+		free(r->n.degr[j].name);
+		free(r->n.vfail[j].name);
 	}
 	memset(r, 0, sizeof *r);
 }
@@ -492,26 +269,19 @@ obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int
 		slo_ring_init(&o->routes[i].ring);
 		o->routes[i].latency_ms = s->enabled ? s->latency_ms : 0;
 	}
-	o->nrules = rules_setup(cfg, o->routes, &o->rules, &o->alerts);
+	o->alerts = obs_alerts_new(cfg, st, rd);
+	routes_alert_min(o->routes, o->nroutes, o->alerts);
 	if (rd != NULL) {
 		ret = history_load(rd, cfg, o->routes, NULL, now_wall_ms, cause);
 		if (ret != 0) {
 			ret = -EIO;
 			goto out;
 		}
-		alerts_restore(o, now_wall_ms);
+		obs_alerts_restore(o->alerts, now_wall_ms);
 	}
-	if (cfg->alert_webhook != NULL || cfg->alertmanager_url != NULL) {
-		ret = notify_new(OBS_NOTIFY_QUEUE, &o->notify);
-		if (ret != 0) {
-			*cause = xasprintf("obs: cannot start the alert notifier: %s",
-					   strerror(-ret));
-			goto out;
-		}
-	}
-	o->am_url = am_url_make(cfg);
-	if (gethostname(o->instance, sizeof o->instance - 1) != 0)
-		snprintf(o->instance, sizeof o->instance, "localhost");
+	ret = obs_alerts_notify_start(o->alerts, cause);
+	if (ret != 0)
+		goto out;
 	o->last_flush_ms = now_wall_ms;
 	*out = o;
 	o = NULL;
@@ -529,14 +299,11 @@ obs_free(struct obs *o)
 		return;
 	for (i = 0; i < o->nroutes; i++)
 		route_flush(o, i);
-	notify_free(o->notify, 2000);
+	obs_alerts_free(o->alerts);
 	for (i = 0; i < o->nroutes; i++)
 		route_state_free(&o->routes[i]);
 	free(o->routes);
 	free(o->backends);
-	free(o->rules);
-	free(o->alerts);
-	free(o->am_url);
 	free(o);
 }
 
@@ -544,19 +311,18 @@ int
 obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, char **cause)
 {
 	struct obs_route *nr = NULL;
-	struct obs_backend *nb = NULL;
-	struct alert_rule *nrules = NULL;
-	struct alert *nalerts = NULL;
-	struct notify *nn = NULL;
+	struct obs_backend_counts *nb = NULL;
+	const struct alert_rule *rules;
+	const struct alert *alerts;
 	int *from = NULL;   /* per new route: the old index, or -1 */
-	char *taken = NULL; /* per old route / old alert: already moved */
-	int i, j, n, ret = 0;
+	char *taken = NULL; /* per old route: already moved */
+	int i, j, ret = 0;
 
 	if (o == NULL || ncfg == NULL)
 		return -EINVAL;
 	nr = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *nr);
 	from = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *from);
-	taken = xcalloc((size_t)MAX(MAX(o->nroutes, o->nrules), 1), 1);
+	taken = xcalloc((size_t)MAX(o->nroutes, 1), 1);
 	for (i = 0; i < ncfg->nroutes; i++) {
 		from[i] = -1;
 		for (j = 0; j < o->nroutes; j++) {
@@ -577,14 +343,9 @@ obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, c
 			goto out;
 		}
 	}
-	if (o->notify == NULL && (ncfg->alert_webhook != NULL || ncfg->alertmanager_url != NULL)) {
-		ret = notify_new(OBS_NOTIFY_QUEUE, &nn);
-		if (ret != 0) {
-			*cause = xasprintf("obs: cannot start the alert notifier: %s",
-					   strerror(-ret));
-			goto out;
-		}
-	}
+	ret = obs_alerts_reconfigure(o->alerts, ncfg, now_wall_ms, cause);
+	if (ret != 0)
+		goto out;
 
 	/* Routes: unsaved minutes go out under the old names (same names when kept). */
 	for (j = 0; j < o->nroutes; j++)
@@ -598,8 +359,8 @@ obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, c
 			memset(&o->routes[from[i]], 0, sizeof o->routes[from[i]]);
 		}
 		nr[i].latency_ms = s->enabled ? s->latency_ms : 0;
-		nr[i].max_alert_min = 0;
 	}
+	routes_alert_min(nr, ncfg->nroutes, o->alerts);
 	/* Backends: by name. */
 	nb = xcalloc((size_t)MAX(ncfg->nbackends, 1), sizeof *nb);
 	for (i = 0; i < ncfg->nbackends; i++)
@@ -608,64 +369,25 @@ obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, c
 				nb[i] = o->backends[j];
 				break;
 			}
-	/* Alerts: an episode continues when its rule (name, route) still exists. */
-	n = rules_setup(ncfg, nr, &nrules, &nalerts);
-	memset(taken, 0, (size_t)MAX(MAX(o->nroutes, o->nrules), 1));
-	for (i = 0; i < n; i++) {
-		const char *rname = ncfg->routes[nrules[i].route].name;
-
-		for (j = 0; j < o->nrules; j++) {
-			if (!taken[j] && strcmp(o->rules[j].name, nrules[i].name) == 0 &&
-			    strcmp(rule_route_name(o, &o->rules[j]), rname) == 0) {
-				nalerts[i] = o->alerts[j];
-				alert_rebind(&nalerts[i], &nrules[i]);
-				taken[j] = 1;
-				break;
-			}
-		}
-	}
-	for (j = 0; j < o->nrules; j++) {
-		const struct alert_rule *r = &o->rules[j];
-		char detail[256];
-
-		if (taken[j] || !alert_is_active(&o->alerts[j]))
-			continue;
-		snprintf(detail, sizeof detail, "%s: %s -> resolved (rule no longer configured)",
-			 r->name, alert_state_name(o->alerts[j].state));
-		log_info("alerts", "%s/%s", rule_route_name(o, r), detail);
-		alert_store_row(o, r->name, rule_route_name(o, r), severity_name(r->severity),
-				"resolved", NAN, r->threshold, now_wall_ms);
-		event_row(o, now_wall_ms, rule_route_name(o, r), detail);
-	}
 
 	for (j = 0; j < o->nroutes; j++)
 		route_state_free(&o->routes[j]);
 	free(o->routes);
 	free(o->backends);
-	free(o->rules);
-	free(o->alerts);
-	free(o->am_url);
 	o->routes = nr;
 	o->nroutes = ncfg->nroutes;
 	o->backends = nb;
 	o->nbackends = ncfg->nbackends;
-	o->rules = nrules;
-	o->alerts = nalerts;
-	o->nrules = n;
-	o->am_url = am_url_make(ncfg);
-	if (nn != NULL)
-		o->notify = nn;
 	o->cfg = ncfg;
 	nr = NULL;
-	nn = NULL;
-	log_info("obs", "reconfigured: %d routes, %d alert rules", o->nroutes, o->nrules);
+	log_info("obs", "reconfigured: %d routes, %d alert rules", o->nroutes,
+		 obs_alerts_list(o->alerts, &rules, &alerts));
 out:
 	if (nr != NULL) {
 		for (i = 0; i < ncfg->nroutes; i++)
 			route_state_free(&nr[i]);
 		free(nr);
 	}
-	notify_free(nn, 0);
 	free(from);
 	free(taken);
 	return ret;
@@ -684,9 +406,9 @@ obs_call(struct obs *o, const struct call_obs *c)
 	r = &o->routes[c->route];
 	src = (unsigned)c->source < SOURCE__COUNT ? (int)c->source : SOURCE_NONE;
 	level = MIN(MAX(c->level, 0), OBS_LEVELS - 1);
-	r->calls[src][level]++;
-	r->retries += (uint64_t)MAX(c->retries, 0);
-	metrics_hist_observe(&r->duration, (double)c->elapsed_ms / 1000.0);
+	r->n.calls[src][level]++;
+	r->n.retries += (uint64_t)MAX(c->retries, 0);
+	metrics_hist_observe(&r->n.duration, (double)c->elapsed_ms / 1000.0);
 	sc.http_status = c->http_status;
 	sc.source = (enum source)src;
 	sc.elapsed_ms = c->elapsed_ms;
@@ -698,16 +420,16 @@ obs_call(struct obs *o, const struct call_obs *c)
 	sc.format_violations = c->format_violations;
 	if (slo_call_delta(&sc, delta) != 0)
 		return; /* caller error: not in the SLO */
-	r->slo_total++;
-	r->slo_good[SLO_KIND_SERVICE] += delta[SLO_SERVICE_GOOD];
-	r->slo_good[SLO_KIND_SMART] += delta[SLO_SMART_GOOD];
+	r->n.slo_total++;
+	r->n.slo_good[SLO_KIND_SERVICE] += delta[SLO_SERVICE_GOOD];
+	r->n.slo_good[SLO_KIND_SMART] += delta[SLO_SMART_GOOD];
 	route_add(o, c->route, c->wall_ms, delta);
 }
 
 void
 obs_attempt(struct obs *o, const struct attempt_obs *a)
 {
-	struct obs_backend *b;
+	struct obs_backend_counts *b;
 
 	if (o == NULL || a == NULL || a->backend < 0 || a->backend >= o->nbackends)
 		return;
@@ -722,7 +444,7 @@ obs_degradation(struct obs *o, int route, const char *reason)
 {
 	if (o == NULL || !route_ok(o, route))
 		return;
-	named_inc(o->routes[route].degr, &o->routes[route].ndegr, reason);
+	named_inc(o->routes[route].n.degr, &o->routes[route].n.ndegr, reason);
 }
 
 void
@@ -730,7 +452,7 @@ obs_validation_failure(struct obs *o, int route, const char *stage)
 {
 	if (o == NULL || !route_ok(o, route))
 		return;
-	named_inc(o->routes[route].vfail, &o->routes[route].nvfail, stage);
+	named_inc(o->routes[route].n.vfail, &o->routes[route].n.nvfail, stage);
 }
 
 static void
@@ -764,125 +486,6 @@ obs_cross_check(struct obs *o, int route, int agree, int64_t wall_ms)
 	count_one(o, route, SLO_CROSS_TOTAL, SLO_CROSS_AGREE, agree, wall_ms);
 }
 
-static void
-format_ts(int64_t wall_ms, char *out, size_t n)
-{
-	time_format_rfc3339(wall_ms, out, n);
-}
-
-static cJSON *
-am_alert_json(struct obs *o, const struct alert *a, int64_t now_wall_ms)
-{
-	const struct alert_rule *r = a->rule;
-	cJSON *x = cJSON_CreateObject(), *labels, *ann;
-	char ts[40], num[64];
-
-	labels = cJSON_AddObjectToObject(x, "labels");
-	cJSON_AddStringToObject(labels, "alertname", r->name);
-	cJSON_AddStringToObject(labels, "route", rule_route_name(o, r));
-	cJSON_AddStringToObject(labels, "severity", severity_name(r->severity));
-	cJSON_AddStringToObject(labels, "service", "fusebox");
-	cJSON_AddStringToObject(labels, "instance", o->instance);
-	ann = cJSON_AddObjectToObject(x, "annotations");
-	snprintf(num, sizeof num, "%g", a->value);
-	cJSON_AddStringToObject(ann, "value", num);
-	snprintf(num, sizeof num, "%g", r->threshold);
-	cJSON_AddStringToObject(ann, "threshold", num);
-	{
-		char *summary = xasprintf("route %s: %s %s %g", rule_route_name(o, r), r->metric,
-					  alert_op_name(r->op), r->threshold);
-
-		cJSON_AddStringToObject(ann, "summary", summary);
-		free(summary);
-	}
-	format_ts(a->since_ms > 0 ? a->since_ms : now_wall_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(x, "startsAt", ts);
-	if (a->state != ALERT_FIRING) {
-		format_ts(a->state_at_ms > 0 ? a->state_at_ms : now_wall_ms, ts, sizeof ts);
-		cJSON_AddStringToObject(x, "endsAt", ts);
-	}
-	return x;
-}
-
-static void
-am_post(struct obs *o, cJSON *arr)
-{
-	char *body = cJSON_PrintUnformatted(arr);
-
-	if (body != NULL)
-		notify_post(o->notify, o->am_url, body, "alert", OBS_NOTIFY_TRIES);
-	free(body);
-}
-
-static void
-webhook_post(struct obs *o, const struct alert *a)
-{
-	const struct alert_rule *r = a->rule;
-	cJSON *x = cJSON_CreateObject();
-	char ts[40];
-	char *body;
-
-	cJSON_AddStringToObject(x, "event", "alert");
-	cJSON_AddStringToObject(x, "rule", r->name);
-	cJSON_AddStringToObject(x, "route", rule_route_name(o, r));
-	cJSON_AddStringToObject(x, "severity", severity_name(r->severity));
-	cJSON_AddStringToObject(x, "state", alert_state_name(a->state));
-	cJSON_AddStringToObject(x, "previous", alert_state_name(a->last.from));
-	cJSON_AddStringToObject(x, "metric", r->metric);
-	if (isnan(a->last.value))
-		cJSON_AddNullToObject(x, "value");
-	else
-		cJSON_AddNumberToObject(x, "value", a->last.value);
-	cJSON_AddNumberToObject(x, "threshold", r->threshold);
-	format_ts(a->since_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(x, "since", ts);
-	format_ts(a->last.at_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(x, "at", ts);
-	cJSON_AddStringToObject(x, "instance", o->instance);
-	body = cJSON_PrintUnformatted(x);
-	cJSON_Delete(x);
-	if (body != NULL)
-		notify_post(o->notify, o->cfg->alert_webhook, body, "alert", OBS_NOTIFY_TRIES);
-	free(body);
-}
-
-/* Log, store and post one transition of alert a. */
-static void
-alert_emit(struct obs *o, struct alert *a)
-{
-	const struct alert_rule *r = a->rule;
-	const struct alert_transition *t = &a->last;
-	const char *route = rule_route_name(o, r);
-	char detail[320], win[32];
-
-	window_label(r->window_min, win, sizeof win);
-	if (r->kind == ALERT_KIND_BURN) {
-		size_t n = strlen(win);
-
-		snprintf(win + n, sizeof win - n, " & ");
-		n = strlen(win);
-		window_label(r->short_min, win + n, sizeof win - n);
-	}
-	snprintf(detail, sizeof detail, "%s: %s -> %s (%s %g; condition %s %g over %s)", r->name,
-		 alert_state_name(t->from), alert_state_name(t->to), r->metric, t->value,
-		 alert_op_name(r->op), r->threshold, win);
-	log_info("alerts", "%s/%s", route, detail);
-	alert_store_row(o, r->name, route, severity_name(r->severity), alert_state_name(t->to),
-			t->value, r->threshold, t->at_ms);
-	event_row(o, t->at_ms, route, detail);
-	if (o->notify == NULL || (t->to != ALERT_FIRING && t->to != ALERT_RESOLVED))
-		return;
-	if (o->cfg->alert_webhook != NULL)
-		webhook_post(o, a);
-	if (o->am_url != NULL) {
-		cJSON *arr = cJSON_CreateArray();
-
-		cJSON_AddItemToArray(arr, am_alert_json(o, a, t->at_ms));
-		am_post(o, arr);
-		cJSON_Delete(arr);
-	}
-}
-
 /* The window sums an alert evaluation of route needs (0 .. max_alert_min). */
 static int
 route_sums(struct obs *o, int route, int64_t now_wall_ms, int upto_min, struct slo_counts *sums)
@@ -899,63 +502,14 @@ static void
 alerts_eval(struct obs *o, int64_t now_wall_ms)
 {
 	struct slo_counts sums[OBS_NWINDOWS];
-	static const struct slo_counts zero;
-	int route, i, n = 0;
+	int route, n;
 
 	for (route = 0; route < o->nroutes; route++) {
-		int have = 0;
-
-		for (i = 0; i < o->nrules; i++) {
-			struct alert *a = &o->alerts[i];
-			const struct alert_rule *r = a->rule;
-			const struct slo_counts *lng, *shrt = &zero;
-			double value;
-			int cond, li, si;
-
-			if (r->route != route)
-				continue;
-			if (!have) {
-				n = route_sums(o, route, now_wall_ms,
-					       o->routes[route].max_alert_min, sums);
-				have = 1;
-			}
-			li = window_index(r->window_min);
-			if (li < 0 || li >= n)
-				continue;
-			lng = &sums[li];
-			if (r->kind == ALERT_KIND_BURN) {
-				si = window_index(r->short_min);
-				if (si < 0 || si >= n)
-					continue;
-				shrt = &sums[si];
-			}
-			cond = alert_condition(r, lng, shrt, &value);
-			if (alert_update(a, cond, value, now_wall_ms))
-				alert_emit(o, a);
-		}
+		if (o->routes[route].max_alert_min <= 0)
+			continue; /* no rule */
+		n = route_sums(o, route, now_wall_ms, o->routes[route].max_alert_min, sums);
+		obs_alerts_eval(o->alerts, route, obs_windows, sums, n, now_wall_ms);
 	}
-}
-
-static void
-alertmanager_resend(struct obs *o, int64_t now_wall_ms)
-{
-	cJSON *arr;
-	int i, n = 0;
-
-	if (o->am_url == NULL || o->notify == NULL ||
-	    now_wall_ms - o->last_am_ms < OBS_AM_RESEND_MS)
-		return;
-	o->last_am_ms = now_wall_ms;
-	arr = cJSON_CreateArray();
-	for (i = 0; i < o->nrules; i++) {
-		if (o->alerts[i].state != ALERT_FIRING)
-			continue;
-		cJSON_AddItemToArray(arr, am_alert_json(o, &o->alerts[i], now_wall_ms));
-		n++;
-	}
-	if (n > 0)
-		am_post(o, arr);
-	cJSON_Delete(arr);
 }
 
 void
@@ -977,30 +531,26 @@ obs_tick(struct obs *o, int64_t now_wall_ms)
 	if (flush_all)
 		o->last_flush_ms = now_wall_ms;
 	alerts_eval(o, now_wall_ms);
-	alertmanager_resend(o, now_wall_ms);
+	obs_alerts_resend(o->alerts, now_wall_ms);
 }
+
 
 int
 obs_alert_firing(struct obs *o, const char *rule, int route)
 {
-	int i;
+	const struct alert_rule *rules;
+	const struct alert *alerts;
+	int i, n;
 
 	if (o == NULL)
 		return -ENOENT;
-	for (i = 0; i < o->nrules; i++)
-		if (o->rules[i].route == route && strcmp(o->rules[i].name, rule) == 0)
-			return o->alerts[i].state == ALERT_FIRING;
+	n = obs_alerts_list(o->alerts, &rules, &alerts);
+	for (i = 0; i < n; i++)
+		if (rules[i].route == route && strcmp(rules[i].name, rule) == 0)
+			return alerts[i].state == ALERT_FIRING;
 	return -ENOENT;
 }
 
-static void
-add_ratio(cJSON *x, const char *name, double v)
-{
-	if (isnan(v))
-		cJSON_AddNullToObject(x, name);
-	else
-		cJSON_AddNumberToObject(x, name, v);
-}
 
 static cJSON *
 window_json(const struct slo_counts *c)
@@ -1021,12 +571,12 @@ window_json(const struct slo_counts *c)
 	cJSON_AddNumberToObject(x, "total", (double)c->v[SLO_TOTAL]);
 	cJSON_AddNumberToObject(x, "service_good", (double)c->v[SLO_SERVICE_GOOD]);
 	cJSON_AddNumberToObject(x, "smart_good", (double)c->v[SLO_SMART_GOOD]);
-	add_ratio(x, "service_availability", s.service_availability);
-	add_ratio(x, "smart_availability", s.smart_availability);
-	add_ratio(x, "latency_ok", s.latency_ok);
-	add_ratio(x, "timeout_rate", s.timeout_rate);
-	add_ratio(x, "retry_rate", s.retry_rate);
-	add_ratio(x, "format_violation_rate", s.format_violation_rate);
+	json_add_number(x, "service_availability", s.service_availability);
+	json_add_number(x, "smart_availability", s.smart_availability);
+	json_add_number(x, "latency_ok", s.latency_ok);
+	json_add_number(x, "timeout_rate", s.timeout_rate);
+	json_add_number(x, "retry_rate", s.retry_rate);
+	json_add_number(x, "format_violation_rate", s.format_violation_rate);
 	{
 		/* issue "SLOs": review diff rate, rules-shadow and cross-check
 		 * agreement; null when nothing was decided / sampled */
@@ -1035,7 +585,7 @@ window_json(const struct slo_counts *c)
 		double v;
 
 		for (i = 0; i < ARRAY_SIZE(extra); i++)
-			add_ratio(x, extra[i], slo_metric_value(c, extra[i], &v) == 0 ? v : NAN);
+			json_add_number(x, extra[i], slo_metric_value(c, extra[i], &v) == 0 ? v : NAN);
 	}
 	bs = cJSON_AddObjectToObject(x, "by_source");
 	for (i = 0; i < ARRAY_SIZE(srcs); i++) {
@@ -1054,18 +604,18 @@ budget_json(const struct slo_counts *sums, enum slo_kind k, double target)
 	cJSON *x = cJSON_CreateObject(), *br;
 	int i;
 
-	add_ratio(x, "remaining",
+	json_add_number(x, "remaining",
 		  slo_budget_remaining(slo_good(&sums[OBS_NWINDOWS - 1], k),
 				       sums[OBS_NWINDOWS - 1].v[SLO_TOTAL], target));
-	add_ratio(x, "burn_rate_1h",
+	json_add_number(x, "burn_rate_1h",
 		  slo_burn_rate(slo_good(&sums[window_index(60)], k),
 				sums[window_index(60)].v[SLO_TOTAL], target));
 	br = cJSON_AddObjectToObject(x, "burn_rates");
 	for (i = 0; i < OBS_NWINDOWS; i++) {
 		char name[16];
 
-		window_label(obs_windows[i], name, sizeof name);
-		add_ratio(br, name,
+		obs_alerts_window_label(obs_windows[i], name, sizeof name);
+		json_add_number(br, name,
 			  slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
 	}
 	return x;
@@ -1077,7 +627,9 @@ route_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 	const struct slo_cfg *s = &o->cfg->routes[route].slo;
 	struct slo_counts sums[OBS_NWINDOWS];
 	cJSON *x = cJSON_CreateObject(), *obj, *wins, *eb, *ba;
-	int w, i;
+	const struct alert_rule *rules;
+	const struct alert *alerts;
+	int w, i, n;
 
 	slo_ring_sums(&o->routes[route].ring, now_wall_ms, obs_windows, OBS_NWINDOWS, sums);
 	cJSON_AddStringToObject(x, "route", route_name(o, route));
@@ -1109,8 +661,9 @@ route_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 	}
 	/* The burn-rate pairs, marking those the target makes unreachable. */
 	ba = cJSON_AddArrayToObject(x, "burn_rate_alerts");
-	for (i = 0; i < o->nrules; i++) {
-		const struct alert_rule *r = &o->rules[i];
+	n = obs_alerts_list(o->alerts, &rules, &alerts);
+	for (i = 0; i < n; i++) {
+		const struct alert_rule *r = &rules[i];
 		cJSON *p;
 		char lw[16], sw[16];
 
@@ -1120,13 +673,13 @@ route_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 		cJSON_AddStringToObject(p, "rule", r->name);
 		cJSON_AddStringToObject(p, "slo", slo_kind_name(r->slo));
 		cJSON_AddNumberToObject(p, "factor", r->threshold);
-		window_label(r->window_min, lw, sizeof lw);
-		window_label(r->short_min, sw, sizeof sw);
+		obs_alerts_window_label(r->window_min, lw, sizeof lw);
+		obs_alerts_window_label(r->short_min, sw, sizeof sw);
 		cJSON_AddStringToObject(p, "long_window", lw);
 		cJSON_AddStringToObject(p, "short_window", sw);
 		cJSON_AddStringToObject(p, "severity", severity_name(r->severity));
 		cJSON_AddBoolToObject(p, "can_fire", r->reachable);
-		cJSON_AddStringToObject(p, "state", alert_state_name(o->alerts[i].state));
+		cJSON_AddStringToObject(p, "state", alert_state_name(alerts[i].state));
 		cJSON_AddItemToArray(ba, p);
 	}
 	return x;
@@ -1147,170 +700,52 @@ obs_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 	return x;
 }
 
-void
-obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms)
+
+const struct config *
+obs_config(const struct obs *o)
 {
-	struct metrics_label l[4];
-	char lvl[8];
-	int i, j, k, w;
+	return o->cfg;
+}
 
-	if (o == NULL)
-		return;
-	metrics_family(m, "fusebox_calls_total", METRICS_COUNTER,
-		       "Guarded calls answered, by route, answer source and route level.");
-	for (i = 0; i < o->nroutes; i++) {
-		for (j = 0; j < SOURCE__COUNT; j++) {
-			for (k = 0; k < OBS_LEVELS; k++) {
-				uint64_t n = o->routes[i].calls[j][k];
+const struct obs_route_counts *
+obs_route_counts(const struct obs *o, int route)
+{
+	return route_ok(o, route) ? &o->routes[route].n : NULL;
+}
 
-				if (n == 0)
-					continue;
-				snprintf(lvl, sizeof lvl, "%d", k);
-				l[0] = (struct metrics_label){"route", route_name(o, i)};
-				l[1] = (struct metrics_label){"source",
-							      source_name((enum source)j)};
-				l[2] = (struct metrics_label){"level", lvl};
-				metrics_sample(m, "fusebox_calls_total", l, 3, (double)n);
-			}
-		}
-	}
-	metrics_family(m, "fusebox_attempts_total", METRICS_COUNTER,
-		       "Upstream attempts, by backend and outcome class.");
-	for (i = 0; i < o->nbackends; i++) {
-		for (j = 0; j < OUTCOME__COUNT; j++) {
-			uint64_t n = o->backends[i].attempts[j];
+const struct obs_backend_counts *
+obs_backend_counts(const struct obs *o, int backend)
+{
+	return backend >= 0 && backend < o->nbackends ? &o->backends[backend] : NULL;
+}
 
-			if (n == 0)
-				continue;
-			l[0] = (struct metrics_label){"backend", o->cfg->backends[i].name};
-			l[1] = (struct metrics_label){"outcome", outcome_name((enum outcome)j)};
-			metrics_sample(m, "fusebox_attempts_total", l, 2, (double)n);
-		}
-	}
-	metrics_family(m, "fusebox_retries_total", METRICS_COUNTER, "Retries made, by route.");
-	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", route_name(o, i)};
-		metrics_sample(m, "fusebox_retries_total", l, 1, (double)o->routes[i].retries);
-	}
-	metrics_family(m, "fusebox_degradations_total", METRICS_COUNTER,
-		       "Falls and skips down the ladder, by route and reason.");
-	for (i = 0; i < o->nroutes; i++) {
-		for (j = 0; j <= OBS_MAX_NAMED; j++) {
-			const struct obs_named *d = &o->routes[i].degr[j];
+void
+obs_window_sums(const struct obs *o, int route, int64_t now_wall_ms,
+		struct slo_counts sums[WIN__COUNT])
+{
+	struct slo_counts all[OBS_NWINDOWS];
+	int w;
 
-			if (d->name == NULL)
-				continue;
-			l[0] = (struct metrics_label){"route", route_name(o, i)};
-			l[1] = (struct metrics_label){"reason", d->name};
-			metrics_sample(m, "fusebox_degradations_total", l, 2, (double)d->n);
-		}
-	}
-	metrics_family(m, "fusebox_validation_failures_total", METRICS_COUNTER,
-		       "Failed output checks, by route and stage.");
-	for (i = 0; i < o->nroutes; i++) {
-		for (j = 0; j <= OBS_MAX_NAMED; j++) {
-			const struct obs_named *d = &o->routes[i].vfail[j];
+	slo_ring_sums(&o->routes[route].ring, now_wall_ms, obs_windows, OBS_NWINDOWS, all);
+	for (w = 0; w < WIN__COUNT; w++) {
+		int idx = window_index(slo_window_minutes((enum slo_window)w));
 
-			if (d->name == NULL)
-				continue;
-			l[0] = (struct metrics_label){"route", route_name(o, i)};
-			l[1] = (struct metrics_label){"stage", d->name};
-			metrics_sample(m, "fusebox_validation_failures_total", l, 2, (double)d->n);
-		}
+		if (idx >= 0)
+			sums[w] = all[idx];
+		else
+			memset(&sums[w], 0, sizeof sums[w]);
 	}
-	metrics_family(m, "fusebox_call_duration_seconds", METRICS_HISTOGRAM,
-		       "Guarded call duration as the caller saw it, by route.");
-	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", route_name(o, i)};
-		metrics_histogram(m, "fusebox_call_duration_seconds", l, 1, &o->routes[i].duration);
-	}
-	metrics_family(m, "fusebox_attempt_duration_seconds", METRICS_HISTOGRAM,
-		       "Upstream attempt duration, by backend.");
-	for (i = 0; i < o->nbackends; i++) {
-		l[0] = (struct metrics_label){"backend", o->cfg->backends[i].name};
-		metrics_histogram(m, "fusebox_attempt_duration_seconds", l, 1,
-				  &o->backends[i].duration);
-	}
-	metrics_family(m, "fusebox_slo_calls_total", METRICS_COUNTER,
-		       "Calls counted by the SLOs (all but caller errors), by route.");
-	for (i = 0; i < o->nroutes; i++) {
-		l[0] = (struct metrics_label){"route", route_name(o, i)};
-		metrics_sample(m, "fusebox_slo_calls_total", l, 1, (double)o->routes[i].slo_total);
-	}
-	metrics_family(m, "fusebox_slo_good_total", METRICS_COUNTER,
-		       "Good calls by route and kind: service (2xx/202 within budget, any "
-		       "source) or smart (answered by llm or backup).");
-	for (i = 0; i < o->nroutes; i++) {
-		for (k = 0; k < SLO_KIND__COUNT; k++) {
-			l[0] = (struct metrics_label){"route", route_name(o, i)};
-			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
-			metrics_sample(m, "fusebox_slo_good_total", l, 2,
-				       (double)o->routes[i].slo_good[k]);
-		}
-	}
-	metrics_family(m, "fusebox_slo_objective", METRICS_GAUGE,
-		       "Configured availability target, by route and kind (routes with an slo "
-		       "section).");
-	for (i = 0; i < o->nroutes; i++) {
-		const struct slo_cfg *s = &o->cfg->routes[i].slo;
+}
 
-		if (!s->enabled)
-			continue;
-		for (k = 0; k < SLO_KIND__COUNT; k++) {
-			l[0] = (struct metrics_label){"route", route_name(o, i)};
-			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
-			metrics_sample(m, "fusebox_slo_objective", l, 2,
-				       k == SLO_KIND_SERVICE ? s->service_availability
-							     : s->smart_availability);
-		}
-	}
-	metrics_family(m, "fusebox_slo_availability", METRICS_GAUGE,
-		       "Availability over a window, by route, kind (service|smart) and window; "
-		       "absent while the window has no calls.");
-	for (i = 0; i < o->nroutes; i++) {
-		struct slo_counts sums[OBS_NWINDOWS];
+int
+obs_alert_list(const struct obs *o, const struct alert_rule **rules,
+	       const struct alert **alerts)
+{
+	return obs_alerts_list(o->alerts, rules, alerts);
+}
 
-		slo_ring_sums(&o->routes[i].ring, now_wall_ms, obs_windows, OBS_NWINDOWS, sums);
-		for (w = 0; w < WIN__COUNT; w++) {
-			int idx = window_index(slo_window_minutes((enum slo_window)w));
-			const struct slo_counts *c;
-
-			if (idx < 0)
-				continue;
-			c = &sums[idx];
-			if (c->v[SLO_TOTAL] == 0)
-				continue;
-			for (k = 0; k < SLO_KIND__COUNT; k++) {
-				l[0] = (struct metrics_label){"route", route_name(o, i)};
-				l[1] = (struct metrics_label){"kind",
-							      slo_kind_name((enum slo_kind)k)};
-				l[2] = (struct metrics_label){"window",
-							      slo_window_name((enum slo_window)w)};
-				metrics_sample(m, "fusebox_slo_availability", l, 3,
-					       (double)slo_good(c, (enum slo_kind)k) /
-						       (double)c->v[SLO_TOTAL]);
-			}
-		}
-	}
-	metrics_family(m, "fusebox_alert_firing", METRICS_GAUGE,
-		       "1 while the alert rule fires, else 0; one series per configured rule.");
-	for (i = 0; i < o->nrules; i++) {
-		l[0] = (struct metrics_label){"rule", o->rules[i].name};
-		l[1] = (struct metrics_label){"route", rule_route_name(o, &o->rules[i])};
-		metrics_sample(m, "fusebox_alert_firing", l, 2,
-			       o->alerts[i].state == ALERT_FIRING ? 1.0 : 0.0);
-	}
-	if (o->notify != NULL) {
-		struct notify_stats ns;
-
-		notify_get_stats(o->notify, &ns);
-		metrics_family(m, "fusebox_alert_notifications_total", METRICS_COUNTER,
-			       "Alert notifications (webhook, Alertmanager) by result.");
-		l[0] = (struct metrics_label){"result", "delivered"};
-		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.delivered);
-		l[0] = (struct metrics_label){"result", "failed"};
-		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.failed);
-		l[0] = (struct metrics_label){"result", "dropped"};
-		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.dropped);
-	}
+int
+obs_notify_stats(const struct obs *o, struct notify_stats *ns)
+{
+	return obs_alerts_notify_stats(o->alerts, ns);
 }

@@ -3,17 +3,25 @@
  * obs: what the engine observes, for SLOs and metrics. The call engine
  * reports every finished call, attempt, degradation and validation
  * failure here (engine thread); obs keeps the per-route per-minute SLO
- * counters (persisted to slo_minutes, reloaded at start), the Prometheus
- * counters and histograms, and feeds the alert evaluator. Readers (the
- * /v1/slo, /v1/alerts and /metrics handlers) run on the engine thread too.
+ * counters (persisted to slo_minutes, reloaded at start), the counters
+ * and histograms /metrics shows (metrics_page.c writes them), and feeds
+ * the alert lifecycle (obs_alerts.c). Readers (the /v1/slo, /v1/alerts and
+ * /metrics handlers) run on the engine thread too.
  */
 #include <stdint.h>
 
+#include "alerts.h"
 #include "config.h"
+#include "metrics.h"
 #include "outcome.h"
+#include "slo.h"
 #include "store.h"
 
+#define OBS_LEVELS    4
+#define OBS_MAX_NAMED 32 /* distinct degradation reasons / stages per route */
+
 struct obs;
+struct notify_stats;
 
 struct call_obs {
 	int route;		/* index into config routes */
@@ -66,13 +74,50 @@ void obs_review_decided(struct obs *o, int route, int corrected, int64_t wall_ms
 void obs_shadow(struct obs *o, int route, int agree, int64_t wall_ms);
 void obs_cross_check(struct obs *o, int route, int agree, int64_t wall_ms);
 
-/* Readers for api_slo.c (engine thread). */
-struct metrics;
+/* Readers for api_slo.c and metrics_page.c (engine thread). */
 struct cJSON;
 /* The /v1/slo body: route -1 for every route. Caller deletes. */
 struct cJSON *obs_slo_json(struct obs *o, int route, int64_t now_wall_ms);
-/* The obs-owned /metrics families (calls, attempts, retries, degradations,
- * validation failures, durations, SLO availabilities, alert firing). */
-void obs_metrics_write(struct obs *o, struct metrics *m, int64_t now_wall_ms);
 /* 1 while rule (of route) fires, 0 when not, -ENOENT for no such rule. */
 int obs_alert_firing(struct obs *o, const char *rule, int route);
+
+struct obs_named {
+	char *name;
+	uint64_t n;
+};
+
+/* What obs has counted of one route since start (kept over a reload). */
+struct obs_route_counts {
+	uint64_t calls[SOURCE__COUNT][OBS_LEVELS];
+	uint64_t retries;
+	uint64_t slo_total, slo_good[SLO_KIND__COUNT];
+	struct obs_named degr[OBS_MAX_NAMED + 1]; /* the last one is "other" */
+	int ndegr;
+	struct obs_named vfail[OBS_MAX_NAMED + 1];
+	int nvfail;
+	struct metrics_hist duration;
+};
+
+/* What obs has counted of one backend since start. */
+struct obs_backend_counts {
+	uint64_t attempts[OUTCOME__COUNT];
+	struct metrics_hist duration;
+};
+
+/*
+ * The read side of /metrics. Everything returned is borrowed until the
+ * next obs_reconfigure(). Routes and backends are indexed as in the
+ * config obs_config() returns (the one obs counts under); the counts are
+ * NULL for an index out of range.
+ */
+const struct config *obs_config(const struct obs *o);
+const struct obs_route_counts *obs_route_counts(const struct obs *o, int route);
+const struct obs_backend_counts *obs_backend_counts(const struct obs *o, int backend);
+/* The SLO sums of route over each window of enum slo_window. */
+void obs_window_sums(const struct obs *o, int route, int64_t now_wall_ms,
+		     struct slo_counts sums[WIN__COUNT]);
+/* The alert rules and their alerts, indexed alike; returns how many. */
+int obs_alert_list(const struct obs *o, const struct alert_rule **rules,
+		   const struct alert **alerts);
+/* The alert notifier's counters: 0, or -ENOENT when none runs. */
+int obs_notify_stats(const struct obs *o, struct notify_stats *ns);

@@ -1,7 +1,7 @@
 /*
  * test_jsonutil: json_print() against cJSON's own printer (the same text
  * where cJSON is exact), numbers that must round-trip, escapes, and the
- * times / optional strings of API answers.
+ * times / optional strings / optional numbers of API answers.
  */
 #include <check.h>
 #include <math.h>
@@ -207,6 +207,21 @@ START_TEST(test_call_answer_json)
 }
 END_TEST
 
+START_TEST(test_add_number)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s;
+
+	json_add_number(o, "ratio", 0.25);
+	json_add_number(o, "none", NAN);
+	json_add_number(o, "zero", 0);
+	s = json_print(o);
+	ck_assert_str_eq(s, "{\"ratio\":0.25,\"none\":null,\"zero\":0}");
+	free(s);
+	cJSON_Delete(o);
+}
+END_TEST
+
 static Suite *
 jsonutil_suite(void)
 {
@@ -219,6 +234,7 @@ jsonutil_suite(void)
 	tcase_add_test(tc, test_numbers_match_printf);
 	tcase_add_test(tc, test_raw_and_null);
 	tcase_add_test(tc, test_call_answer_json);
+	tcase_add_test(tc, test_add_number);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -36,6 +36,15 @@ json_add_string(cJSON *o, const char *name, const char *s)
 		cJSON_AddNullToObject(o, name);
 }
 
+void
+json_add_number(cJSON *o, const char *name, double v)
+{
+	if (isnan(v))
+		cJSON_AddNullToObject(o, name);
+	else
+		cJSON_AddNumberToObject(o, name, v);
+}
+
 /*
  * The escape of byte c in a JSON string, or NULL when it stands as it is
  * (cJSON's choice: only the quote, the backslash and controls).

@@ -1,8 +1,8 @@
 #pragma once
 /*
  * jsonutil: the small cJSON helpers every API renderer needs, so that a
- * time or an absent string reads the same in every answer: RFC 3339 UTC
- * with milliseconds, or null. Pure; any thread.
+ * time, an absent string or a number that is not there reads the same in
+ * every answer: RFC 3339 UTC with milliseconds, or null. Pure; any thread.
  */
 #include <stdint.h>
 
@@ -16,6 +16,8 @@ cJSON *json_time(int64_t wall_ms);
 void json_add_time(cJSON *o, const char *name, int64_t wall_ms);
 /* Add name: s, or null when s is NULL. */
 void json_add_string(cJSON *o, const char *name, const char *s);
+/* Add name: v, or null when v is NaN (a ratio of nothing, an unset value). */
+void json_add_number(cJSON *o, const char *name, double v);
 /*
  * Compact JSON text of item (malloc'ed), as cJSON_PrintUnformatted() but
  * about three times cheaper on the call path: integers are written

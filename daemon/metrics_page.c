@@ -1,0 +1,344 @@
+/*
+ * metrics_page: GET /metrics, every family in page order. First what obs
+ * counts (calls, attempts, retries, degradations, validation failures,
+ * durations, SLOs, alerts; read through obs.h), then the engine state
+ * (breakers, bulkheads, route levels, retry budget), the review queue
+ * (read from SQLite: the families are left out when the query fails
+ * rather than reported as zeros), and the unlabelled counters of the
+ * store, the jobs and the engine.
+ *
+ * Reading a breaker's state ticks it, so a scrape may emit breaker events.
+ * Engine thread.
+ */
+#include "metrics_page.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine.h"
+#include "jobs.h"
+#include "metrics.h"
+#include "notify.h"
+#include "obs.h"
+#include "util.h"
+
+#define METRICS_MAX_BYTES (16u << 20)
+
+/* The families of obs: what it counted, the SLOs and the alerts. */
+static void
+page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
+{
+	const struct config *cfg = obs_config(o);
+	const struct alert_rule *rules;
+	const struct alert *alerts;
+	struct notify_stats ns;
+	struct metrics_label l[4];
+	char lvl[8];
+	int i, j, k, w, nrules;
+
+	metrics_family(m, "fusebox_calls_total", METRICS_COUNTER,
+		       "Guarded calls answered, by route, answer source and route level.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		for (j = 0; j < SOURCE__COUNT; j++) {
+			for (k = 0; k < OBS_LEVELS; k++) {
+				uint64_t n = obs_route_counts(o, i)->calls[j][k];
+
+				if (n == 0)
+					continue;
+				snprintf(lvl, sizeof lvl, "%d", k);
+				l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+				l[1] = (struct metrics_label){"source",
+							      source_name((enum source)j)};
+				l[2] = (struct metrics_label){"level", lvl};
+				metrics_sample(m, "fusebox_calls_total", l, 3, (double)n);
+			}
+		}
+	}
+	metrics_family(m, "fusebox_attempts_total", METRICS_COUNTER,
+		       "Upstream attempts, by backend and outcome class.");
+	for (i = 0; i < cfg->nbackends; i++) {
+		for (j = 0; j < OUTCOME__COUNT; j++) {
+			uint64_t n = obs_backend_counts(o, i)->attempts[j];
+
+			if (n == 0)
+				continue;
+			l[0] = (struct metrics_label){"backend", cfg->backends[i].name};
+			l[1] = (struct metrics_label){"outcome", outcome_name((enum outcome)j)};
+			metrics_sample(m, "fusebox_attempts_total", l, 2, (double)n);
+		}
+	}
+	metrics_family(m, "fusebox_retries_total", METRICS_COUNTER, "Retries made, by route.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+		metrics_sample(m, "fusebox_retries_total", l, 1,
+			       (double)obs_route_counts(o, i)->retries);
+	}
+	metrics_family(m, "fusebox_degradations_total", METRICS_COUNTER,
+		       "Falls and skips down the ladder, by route and reason.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		for (j = 0; j <= OBS_MAX_NAMED; j++) {
+			const struct obs_named *d = &obs_route_counts(o, i)->degr[j];
+
+			if (d->name == NULL)
+				continue;
+			l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+			l[1] = (struct metrics_label){"reason", d->name};
+			metrics_sample(m, "fusebox_degradations_total", l, 2, (double)d->n);
+		}
+	}
+	metrics_family(m, "fusebox_validation_failures_total", METRICS_COUNTER,
+		       "Failed output checks, by route and stage.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		for (j = 0; j <= OBS_MAX_NAMED; j++) {
+			const struct obs_named *d = &obs_route_counts(o, i)->vfail[j];
+
+			if (d->name == NULL)
+				continue;
+			l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+			l[1] = (struct metrics_label){"stage", d->name};
+			metrics_sample(m, "fusebox_validation_failures_total", l, 2, (double)d->n);
+		}
+	}
+	metrics_family(m, "fusebox_call_duration_seconds", METRICS_HISTOGRAM,
+		       "Guarded call duration as the caller saw it, by route.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+		metrics_histogram(m, "fusebox_call_duration_seconds", l, 1,
+				  &obs_route_counts(o, i)->duration);
+	}
+	metrics_family(m, "fusebox_attempt_duration_seconds", METRICS_HISTOGRAM,
+		       "Upstream attempt duration, by backend.");
+	for (i = 0; i < cfg->nbackends; i++) {
+		l[0] = (struct metrics_label){"backend", cfg->backends[i].name};
+		metrics_histogram(m, "fusebox_attempt_duration_seconds", l, 1,
+				  &obs_backend_counts(o, i)->duration);
+	}
+	metrics_family(m, "fusebox_slo_calls_total", METRICS_COUNTER,
+		       "Calls counted by the SLOs (all but caller errors), by route.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+		metrics_sample(m, "fusebox_slo_calls_total", l, 1,
+			       (double)obs_route_counts(o, i)->slo_total);
+	}
+	metrics_family(m, "fusebox_slo_good_total", METRICS_COUNTER,
+		       "Good calls by route and kind: service (2xx/202 within budget, any "
+		       "source) or smart (answered by llm or backup).");
+	for (i = 0; i < cfg->nroutes; i++) {
+		for (k = 0; k < SLO_KIND__COUNT; k++) {
+			l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
+			metrics_sample(m, "fusebox_slo_good_total", l, 2,
+				       (double)obs_route_counts(o, i)->slo_good[k]);
+		}
+	}
+	metrics_family(m, "fusebox_slo_objective", METRICS_GAUGE,
+		       "Configured availability target, by route and kind (routes with an slo "
+		       "section).");
+	for (i = 0; i < cfg->nroutes; i++) {
+		const struct slo_cfg *s = &cfg->routes[i].slo;
+
+		if (!s->enabled)
+			continue;
+		for (k = 0; k < SLO_KIND__COUNT; k++) {
+			l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
+			metrics_sample(m, "fusebox_slo_objective", l, 2,
+				       k == SLO_KIND_SERVICE ? s->service_availability
+							     : s->smart_availability);
+		}
+	}
+	metrics_family(m, "fusebox_slo_availability", METRICS_GAUGE,
+		       "Availability over a window, by route, kind (service|smart) and window; "
+		       "absent while the window has no calls.");
+	for (i = 0; i < cfg->nroutes; i++) {
+		struct slo_counts sums[WIN__COUNT];
+
+		obs_window_sums(o, i, now_wall_ms, sums);
+		for (w = 0; w < WIN__COUNT; w++) {
+			const struct slo_counts *c = &sums[w];
+
+			if (c->v[SLO_TOTAL] == 0)
+				continue;
+			for (k = 0; k < SLO_KIND__COUNT; k++) {
+				l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+				l[1] = (struct metrics_label){"kind",
+							      slo_kind_name((enum slo_kind)k)};
+				l[2] = (struct metrics_label){"window",
+							      slo_window_name((enum slo_window)w)};
+				metrics_sample(m, "fusebox_slo_availability", l, 3,
+					       (double)slo_good(c, (enum slo_kind)k) /
+						       (double)c->v[SLO_TOTAL]);
+			}
+		}
+	}
+	metrics_family(m, "fusebox_alert_firing", METRICS_GAUGE,
+		       "1 while the alert rule fires, else 0; one series per configured rule.");
+	nrules = obs_alert_list(o, &rules, &alerts);
+	for (i = 0; i < nrules; i++) {
+		l[0] = (struct metrics_label){"rule", rules[i].name};
+		l[1] = (struct metrics_label){"route", cfg->routes[rules[i].route].name};
+		metrics_sample(m, "fusebox_alert_firing", l, 2,
+			       alerts[i].state == ALERT_FIRING ? 1.0 : 0.0);
+	}
+	if (obs_notify_stats(o, &ns) == 0) {
+		metrics_family(m, "fusebox_alert_notifications_total", METRICS_COUNTER,
+			       "Alert notifications (webhook, Alertmanager) by result.");
+		l[0] = (struct metrics_label){"result", "delivered"};
+		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.delivered);
+		l[0] = (struct metrics_label){"result", "failed"};
+		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.failed);
+		l[0] = (struct metrics_label){"result", "dropped"};
+		metrics_sample(m, "fusebox_alert_notifications_total", l, 1, (double)ns.dropped);
+	}
+}
+
+struct review_counts {
+	struct engine *e;
+	int64_t (*pending)[PRIORITY__COUNT];
+	int64_t *overdue;
+};
+
+static int
+review_row(void *arg, sqlite3_stmt *row)
+{
+	struct review_counts *rc = arg;
+	const unsigned char *name = sqlite3_column_text(row, 0);
+	int route = engine_route_index(rc->e, name ? (const char *)name : "");
+	int64_t prio = sqlite3_column_int64(row, 1);
+
+	if (route < 0 || prio < 0 || prio >= PRIORITY__COUNT)
+		return 0;
+	rc->pending[route][prio] += sqlite3_column_int64(row, 2);
+	rc->overdue[route] += sqlite3_column_int64(row, 3);
+	return 0;
+}
+
+static void
+page_reviews(struct metrics *m, struct engine *e, int64_t now_wall)
+{
+	int64_t(*pending)[PRIORITY__COUNT] = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *pending);
+	int64_t *overdue = xcalloc((size_t)MAX(e->nroutes, 1), sizeof *overdue);
+	struct review_counts rc = {e, pending, overdue};
+	struct store_val v[] = {SVI(now_wall)};
+	struct metrics_label l[2];
+	char *cause = NULL;
+	int i, p;
+
+	if (store_reader_run(e->reader, STORE_Q_REVIEW_METRICS, v, 1, review_row, &rc, &cause) !=
+	    0) {
+		free(cause);
+		goto out; /* leave the families out rather than report zeros */
+	}
+	metrics_family(m, "fusebox_review_pending", METRICS_GAUGE,
+		       "Open review items (pending or claimed, overdue included), by route and "
+		       "priority.");
+	for (i = 0; i < e->nroutes; i++) {
+		for (p = 0; p < PRIORITY__COUNT; p++) {
+			l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+			l[1] = (struct metrics_label){"priority", priority_name((enum priority)p)};
+			metrics_sample(m, "fusebox_review_pending", l, 2, (double)pending[i][p]);
+		}
+	}
+	metrics_family(m, "fusebox_review_overdue", METRICS_GAUGE,
+		       "Open review items past their SLA, by route.");
+	for (i = 0; i < e->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+		metrics_sample(m, "fusebox_review_overdue", l, 1, (double)overdue[i]);
+	}
+out:
+	free(pending);
+	free(overdue);
+}
+
+int
+metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **body, size_t *len)
+{
+	struct metrics m;
+	struct metrics_label l[1];
+	struct store_stats ss;
+	int i;
+
+	metrics_init(&m, METRICS_MAX_BYTES);
+	if (e->obs != NULL)
+		page_obs(&m, e->obs, now_wall);
+	metrics_family(&m, "fusebox_breaker_state", METRICS_GAUGE,
+		       "Circuit breaker state: 0 closed, 1 open, 2 half_open, 3 forced_open, "
+		       "4 forced_closed.");
+	for (i = 0; i < e->nbackends; i++) {
+		enum breaker_state st = breaker_state(&e->backends[i].breaker, now_mono);
+
+		engine_breaker_events(e, &e->backends[i]);
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(&m, "fusebox_breaker_state", l, 1, (double)st);
+	}
+	metrics_family(&m, "fusebox_inflight", METRICS_GAUGE,
+		       "Attempts holding a bulkhead slot, by backend.");
+	for (i = 0; i < e->nbackends; i++) {
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(&m, "fusebox_inflight", l, 1,
+			       (double)e->backends[i].bulkhead.inflight);
+	}
+	metrics_family(&m, "fusebox_route_level", METRICS_GAUGE,
+		       "Effective route level (0 primary, 1 backup, 2 rules, 3 async).");
+	for (i = 0; i < e->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+		metrics_sample(&m, "fusebox_route_level", l, 1, (double)engine_route_level(e, i));
+	}
+	metrics_family(&m, "fusebox_retry_budget_denied_total", METRICS_COUNTER,
+		       "Retries the retry budget refused, by route.");
+	for (i = 0; i < e->nroutes; i++) {
+		l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+		metrics_sample(&m, "fusebox_retry_budget_denied_total", l, 1,
+			       (double)e->routes[i].retries_denied);
+	}
+	page_reviews(&m, e, now_wall);
+	store_get_stats(e->store, &ss);
+	{
+		/* the samples without a label */
+		const struct {
+			const char *name;
+			enum metrics_type type;
+			const char *help;
+			double v;
+		} ec[] = {
+			{ "fusebox_log_rows_dropped_total", METRICS_COUNTER,
+			  "Log rows refused because the SQLite writer queue was full.",
+			  (double)ss.dropped },
+			{ "fusebox_log_queue_rows", METRICS_GAUGE,
+			  "Log rows waiting for the SQLite writer.", (double)ss.queued },
+			{ "fusebox_log_writer_boosts_total", METRICS_COUNTER,
+			  "Times the idle-priority SQLite writer was raised to normal scheduling "
+			  "(backlog, a commit waited on, shutdown).",
+			  (double)ss.boosts },
+			{ "fusebox_jobs_queued", METRICS_GAUGE,
+			  "Async jobs (L3, mode async) committed and waiting to run.",
+			  (double)jobs_queued(e->jobs) },
+			{ "fusebox_jobs_running", METRICS_GAUGE, "Async jobs running now.",
+			  (double)jobs_running(e->jobs) },
+			{ "fusebox_store_promises_total", METRICS_COUNTER,
+			  "Durable writes requested (jobs accepted, results, reviews, overrides, audit).",
+			  (double)ss.requests },
+			{ "fusebox_store_sync_commits_total", METRICS_COUNTER,
+			  "Transactions committed with synchronous=FULL (one fsync each; "
+			  "promises made together share one).",
+			  (double)ss.sync_commits },
+			{ "fusebox_replays_total", METRICS_COUNTER,
+			  "Calls answered from the idempotency table (replay or single flight): no calls row",
+			  (double)e->counters.replays },
+			{ "fusebox_rejected_inflight_total", METRICS_COUNTER,
+			  "Calls refused 429: max_inflight reached", (double)e->counters.rejected_inflight },
+			{ "fusebox_wire_resends_total", METRICS_COUNTER,
+			  "Requests libcurl re-sent on a dead reused connection (each an attempt)",
+			  (double)e->counters.wire_resends },
+			{ "fusebox_inflight_calls", METRICS_GAUGE, "Calls admitted and not yet answered.",
+			  (double)e->inflight },
+		};
+		size_t k;
+
+		for (k = 0; k < ARRAY_SIZE(ec); k++) {
+			metrics_family(&m, ec[k].name, ec[k].type, ec[k].help);
+			metrics_sample(&m, ec[k].name, NULL, 0, ec[k].v);
+		}
+	}
+	return metrics_finish(&m, body, len);
+}
