@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api_call.h"
+#include "budget.h"
 #include "call.h"
 #include "clock.h"
 #include "jsonutil.h"
@@ -21,26 +22,6 @@
 #include "util.h"
 
 #define MAX_REQUEST_ID 128
-
-static int
-text_row(void *arg, sqlite3_stmt *row)
-{
-	char **out = arg;
-	const unsigned char *t = sqlite3_column_text(row, 0);
-
-	if (t && *out == NULL)
-		*out = xstrdup((const char *)t);
-	return 1;
-}
-
-/* First column of the first row as a new string (*out NULL when no row). */
-static int
-store_reader_text(struct store_reader *rd, const char *sql, const struct store_val *v, int n,
-		  char **out, char **cause)
-{
-	*out = NULL;
-	return store_reader_query(rd, sql, v, n, text_row, out, cause);
-}
 
 static void
 set_answer_headers(struct http_req *r, const char *source, int level, int64_t elapsed,
@@ -145,6 +126,7 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 	cJSON *o = NULL;
 	const cJSON *v;
 	const char *h;
+	char *cause = NULL;
 	int rc = 400;
 
 	cr->allow_llm = 1;
@@ -208,23 +190,9 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 		cr->request_id = xstrdup(h);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "budget_ms");
-	h = hdr_budget;
-	if (v && !cJSON_IsNull(v)) {
-		if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 86400000.0 ||
-		    v->valuedouble != (double)(int64_t)v->valuedouble) {
-			snprintf(msg, msglen, "budget_ms: must be a positive integer of milliseconds");
-			goto out;
-		}
-		cr->caller_budget_ms = (int64_t)v->valuedouble;
-	} else if (h) {
-		int64_t b;
-
-		if (parse_int64(h, &b) != 0 || b < 1 || b > 86400000) {
-			snprintf(msg, msglen,
-				 "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
-			goto out;
-		}
-		cr->caller_budget_ms = b;
+	if (budget_caller_parse(hdr_budget, v, &cr->caller_budget_ms, &cause) != 0) {
+		snprintf(msg, msglen, "%s", cause);
+		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "allow_llm");
 	if (v && !cJSON_IsNull(v)) {
@@ -257,6 +225,7 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 		cr->metadata = cJSON_Duplicate(v, 1);
 	rc = 0;
 out:
+	free(cause);
 	cJSON_Delete(o);
 	return rc;
 }
@@ -376,10 +345,8 @@ handle_call(struct http_req *r, struct engine *e)
 						     (int64_t)e->cfg->idempotency_ttl_s * 1000) };
 			char *stored = NULL, *cause = NULL;
 
-			if (store_reader_text(e->reader,
-					      "SELECT response FROM calls WHERE route = ?1 AND request_id = ?2 "
-					      "AND started_at >= ?3 AND http_status = 200",
-					      v, 3, &stored, &cause) == 0 &&
+			if (store_reader_run_text(e->reader, STORE_Q_CALL_REPLAY, v, 3, &stored,
+						  &cause) == 0 &&
 			    stored) {
 				e->counters.replays++;
 				respond_replay(r, 200, stored);
@@ -448,17 +415,14 @@ handle_request_get(struct http_req *r, struct engine *e)
 	{
 		struct store_val v[] = { SVT(id) };
 
-		if (store_reader_text(e->reader,
-				      "SELECT route FROM calls WHERE request_id = ?1 ORDER BY id DESC LIMIT 1",
-				      v, 1, &route, &cause) != 0 ||
+		if (store_reader_run_text(e->reader, STORE_Q_CALL_ROUTE, v, 1, &route,
+					  &cause) != 0 ||
 		    route == NULL) {
 			free(cause);
 			http_respond_error(r, 404, "unknown_request", "no request \"%s\"", id);
 			return;
 		}
-		store_reader_text(e->reader,
-				  "SELECT response FROM calls WHERE request_id = ?1 ORDER BY id DESC LIMIT 1",
-				  v, 1, &stored, &cause);
+		store_reader_run_text(e->reader, STORE_Q_CALL_RESPONSE, v, 1, &stored, &cause);
 		free(cause);
 	}
 	o = cJSON_CreateObject();

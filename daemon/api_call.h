@@ -18,11 +18,3 @@ int api_request_id_check(const char *id, const char *field, char *msg, size_t ms
  */
 int api_call_parse(const char *body, size_t len, const char *hdr_request_id, const char *hdr_budget,
 		   struct call_req *cr, int *async, char *msg, size_t msglen);
-
-/*
- * Parse a /v1/chat/completions body: *model gets the model name (new
- * string) and cr the pass-through parameters and messages; cr->route is
- * not set. 0, or 400 with msg naming the field.
- */
-int api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const char *hdr_budget,
-		   struct call_req *cr, int *stream, char **model, char *msg, size_t msglen);

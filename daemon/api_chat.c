@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "api_call.h"
+#include "api_chat.h"
+#include "budget.h"
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
@@ -227,6 +229,7 @@ api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const c
 	cJSON *o = cJSON_ParseWithLength(body ? body : "", len);
 	const cJSON *v, *m;
 	const char *h;
+	char *cause = NULL;
 	int i = 0, rc = 400;
 
 	msg[0] = '\0';
@@ -329,20 +332,15 @@ api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const c
 			goto out;
 		cr->request_id = xstrdup(h);
 	}
-	h = hdr_budget;
-	if (h) {
-		int64_t b;
-
-		if (parse_int64(h, &b) != 0 || b < 1 || b > 86400000) {
-			snprintf(msg, msglen,
-				 "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
-			goto out;
-		}
-		cr->caller_budget_ms = b;
+	/* the facade takes the caller's budget from the header only */
+	if (budget_caller_parse(hdr_budget, NULL, &cr->caller_budget_ms, &cause) != 0) {
+		snprintf(msg, msglen, "%s", cause);
+		goto out;
 	}
 	cr->allow_llm = 1;
 	rc = 0;
 out:
+	free(cause);
 	cJSON_Delete(o);
 	return rc;
 }

@@ -40,13 +40,6 @@ add_message(struct buf *b, int *n, const char *role, const char *content, int64_
 	*tokens += budget_estimate_tokens(content, strlen(content));
 }
 
-char *
-upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
-		    const char *input, const cJSON *messages, int64_t *input_tokens)
-{
-	return upstream_build_body_ex(rc, bc, backup, input, messages, NULL, input_tokens);
-}
-
 /*
  * Written straight into a buffer (no cJSON tree: this runs for every
  * attempt), in the order and with the number formatting json_print() uses:

@@ -1,9 +1,9 @@
 #pragma once
 /*
  * upstream: what goes on the wire to an OpenAI-compatible chat-completions
- * backend and what comes back. Pure functions (body building, reply parsing,
- * outcome classification from curl's result) plus upstream_easy_setup(),
- * which configures one libcurl easy handle. Engine thread.
+ * backend and what comes back. Pure functions: body building, SSE and
+ * reply parsing, outcome classification from curl's result. The libcurl
+ * easy handle of an attempt is set up in attempt.c. Any thread.
  */
 #include <curl/curl.h>
 #include <stddef.h>
@@ -17,17 +17,6 @@
 
 enum upstream_e { UPSTREAM_E_INVALID = 1 };
 
-/*
- * The request body for route rc on backend bc. At the backup step
- * (backup != 0) backup.temperature and backup.few_shot apply. input is
- * substituted for "{{input}}" in the prompt's user template; when messages
- * (borrowed, an array of {role, content}) is given it replaces the
- * template, the route's system prompt still going first. *input_tokens gets
- * the token estimate of the rendered messages. Returns a new string.
- */
-char *upstream_build_body(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
-			  const char *input, const cJSON *messages, int64_t *input_tokens);
-
 /* What the OpenAI-compatible facade passes through (chat completions). */
 struct upstream_params {
 	int passthrough;	     /* the caller's messages verbatim, no route prompt */
@@ -38,7 +27,15 @@ struct upstream_params {
 	int stream;		     /* ask the upstream for SSE ("stream": true) */
 };
 
-/* upstream_build_body() with facade parameters (p may be NULL). */
+/*
+ * The request body for route rc on backend bc. At the backup step
+ * (backup != 0) backup.temperature and backup.few_shot apply. input is
+ * substituted for "{{input}}" in the prompt's user template; when messages
+ * (borrowed, an array of {role, content}) is given it replaces the
+ * template, the route's system prompt still going first. p: the facade's
+ * parameters (NULL: none). *input_tokens gets the token estimate of the
+ * rendered messages. Returns a new string.
+ */
 char *upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
 			     const char *input, const cJSON *messages,
 			     const struct upstream_params *p, int64_t *input_tokens);

@@ -1,6 +1,7 @@
 /*
- * test_budget: deadline arithmetic, per-attempt timeouts, token estimates
- * and dynamic timeouts, with literal clocks.
+ * test_budget: deadline arithmetic, per-attempt timeouts and their plan
+ * (reserve, crowd), the caller's budget parsed, token estimates and
+ * dynamic timeouts, with literal clocks.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ END_TEST
 
 START_TEST(test_attempt_exhausted)
 {
-	struct attempt_timeouts t = { -7, -7, -7 };
+	struct attempt_timeouts t = { -7, -7, -7, 0 };
 	struct budget b;
 
 	budget_init(&b, 0, 3000, 0);
@@ -301,6 +302,188 @@ START_TEST(test_crowd_cost_average)
 }
 END_TEST
 
+START_TEST(test_attempt_room)
+{
+	struct budget b;
+
+	budget_init(&b, 0, 3000, 0);
+	ck_assert_int_eq(budget_attempt_room(&b, 1000), 3000 - 1000 - BUDGET_ANSWER_RESERVE_MS);
+	ck_assert_int_eq(budget_attempt_room(&b, 2995), -5);
+	ck_assert_int_eq(budget_attempt_room(&b, 5000), -BUDGET_ANSWER_RESERVE_MS);
+}
+END_TEST
+
+START_TEST(test_plan_reserve_and_cut)
+{
+	struct attempt_limits lim = { 1000, 2500, 6000 };
+	struct attempt_timeouts t;
+	struct budget b;
+
+	ck_assert_int_eq(BUDGET_ANSWER_RESERVE_MS, 10);
+	ck_assert_int_eq(BUDGET_MAX_RESERVE_MS, 50);
+	budget_init(&b, 0, 3000, 0);
+	/* the budget is shorter than the attempt: runs to the cut, 10 ms before the deadline */
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, NULL, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 2990);
+	ck_assert_int_eq(t.first_byte_ms, 2500);
+	ck_assert_int_eq(t.connect_ms, 1000);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* the same instant, the time left planned once */
+	ck_assert_int_eq(budget_attempt_plan(&b, 1000, NULL, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 1990);
+	ck_assert_int_eq(t.first_byte_ms, 1990);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* an attempt that ends by its own total is not one of the crowd */
+	lim.total_ms = 2000;
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, NULL, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 2000);
+	ck_assert_int_eq(t.first_byte_ms, 2000);
+	ck_assert_int_eq(t.at_cut, 0);
+	/* exactly up to the cut counts */
+	lim.total_ms = 2990;
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, NULL, &lim, &t), 0);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* a dynamic total above INT32_MAX is clipped like any other */
+	budget_init(&b, 0, 60000, 0);
+	lim.total_ms = (int64_t)1 << 40;
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, NULL, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 59990);
+}
+END_TEST
+
+START_TEST(test_plan_crowd)
+{
+	static struct budget_crowd c;
+	struct attempt_limits lim = { 1000, 2500, 6000 };
+	struct attempt_timeouts t;
+	struct budget b;
+	int i;
+
+	budget_crowd_init(&c, 1000000); /* 1 ms per answer */
+	budget_init(&b, 0, 3000, 0);
+	/* nobody ahead: the plain reserve */
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 2990);
+	/* 5 ahead within the window: 5 ms more */
+	for (i = 0; i < 5; i++)
+		budget_crowd_add(&c, 2995);
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 2985);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* the reserve stops at BUDGET_MAX_RESERVE_MS */
+	for (i = 0; i < 100; i++)
+		budget_crowd_add(&c, 3000);
+	ck_assert_int_eq(budget_attempt_plan(&b, 0, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 2950);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* 40 ms left: the crowd's reserve would leave nothing, the plain one applies */
+	ck_assert_int_eq(budget_attempt_plan(&b, 2960, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 30);
+	ck_assert_int_eq(t.first_byte_ms, 30);
+	ck_assert_int_eq(t.connect_ms, 30);
+	ck_assert_int_eq(t.at_cut, 1);
+	/* 51 ms left: 1 ms past the full reserve */
+	ck_assert_int_eq(budget_attempt_plan(&b, 2949, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 1);
+}
+END_TEST
+
+START_TEST(test_plan_exhausted)
+{
+	static struct budget_crowd c;
+	struct attempt_limits lim = { 1000, 2500, 6000 };
+	struct attempt_timeouts t = { -7, -7, -7, -7 };
+	struct budget b;
+
+	budget_crowd_init(&c, 1000000);
+	budget_init(&b, 0, 3000, 0);
+	/* 11 ms left: 1 ms for the attempt */
+	ck_assert_int_eq(budget_attempt_plan(&b, 2989, &c, &lim, &t), 0);
+	ck_assert_int_eq(t.total_ms, 1);
+	/* 10 ms left: only the reserve */
+	ck_assert_int_eq(budget_attempt_plan(&b, 2990, &c, &lim, &t), BUDGET_E_EXHAUSTED);
+	ck_assert_int_eq(t.total_ms, 0);
+	ck_assert_int_eq(t.first_byte_ms, 0);
+	ck_assert_int_eq(t.connect_ms, 0);
+	ck_assert_int_eq(t.at_cut, 1);
+	ck_assert_int_eq(budget_attempt_plan(&b, 9000, NULL, &lim, &t), BUDGET_E_EXHAUSTED);
+	ck_assert_int_eq(t.total_ms, 0);
+}
+END_TEST
+
+START_TEST(test_caller_parse_header)
+{
+	static const char *const bad[] = { "0", "-1", "86400001", "abc", "", "12ms", "1.5" };
+	int64_t ms = -7;
+	char *cause = NULL;
+	size_t i;
+
+	ck_assert_int_eq(BUDGET_MAX_MS, 86400000);
+	ck_assert_int_eq(budget_caller_parse(NULL, NULL, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 0);
+	ck_assert_ptr_null(cause);
+	ck_assert_int_eq(budget_caller_parse("2500", NULL, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 2500);
+	ck_assert_int_eq(budget_caller_parse("1", NULL, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 1);
+	ck_assert_int_eq(budget_caller_parse("86400000", NULL, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 86400000);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		ms = -7;
+		ck_assert_int_eq(budget_caller_parse(bad[i], NULL, &ms, &cause), BUDGET_E_INVALID);
+		ck_assert_int_eq(ms, -7);
+		ck_assert_str_eq(cause,
+		    "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
+		free(cause);
+		cause = NULL;
+	}
+	/* cause may be NULL */
+	ck_assert_int_eq(budget_caller_parse("0", NULL, &ms, NULL), BUDGET_E_INVALID);
+}
+END_TEST
+
+START_TEST(test_caller_parse_body)
+{
+	static const char *const bad[] = { "0", "-5", "1.5", "86400001", "\"100\"", "true", "{}",
+		"[]", "1e300" };
+	int64_t ms = -7;
+	char *cause = NULL;
+	cJSON *v;
+	size_t i;
+
+	/* the body wins over the header, even a bad header */
+	v = cJSON_Parse("1200");
+	ck_assert_int_eq(budget_caller_parse("2500", v, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 1200);
+	ck_assert_int_eq(budget_caller_parse("nope", v, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 1200);
+	ck_assert_ptr_null(cause);
+	cJSON_Delete(v);
+	v = cJSON_Parse("86400000");
+	ck_assert_int_eq(budget_caller_parse(NULL, v, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 86400000);
+	cJSON_Delete(v);
+	/* JSON null is absent: the header decides */
+	v = cJSON_Parse("null");
+	ck_assert_int_eq(budget_caller_parse("2500", v, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 2500);
+	ck_assert_int_eq(budget_caller_parse(NULL, v, &ms, &cause), 0);
+	ck_assert_int_eq(ms, 0);
+	cJSON_Delete(v);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		v = cJSON_Parse(bad[i]);
+		ck_assert_ptr_nonnull(v);
+		ms = -7;
+		ck_assert_int_eq(budget_caller_parse("2500", v, &ms, &cause), BUDGET_E_INVALID);
+		ck_assert_int_eq(ms, -7);
+		ck_assert_str_eq(cause, "budget_ms: must be a positive integer of milliseconds");
+		free(cause);
+		cause = NULL;
+		cJSON_Delete(v);
+	}
+}
+END_TEST
+
 static Suite *
 budget_suite(void)
 {
@@ -322,6 +505,12 @@ budget_suite(void)
 		{ "crowd_grows_with_calls_ahead", test_crowd_grows_with_calls_ahead },
 		{ "crowd_remove_and_stale_slots", test_crowd_remove_and_stale_slots },
 		{ "crowd_cost_average", test_crowd_cost_average },
+		{ "attempt_room", test_attempt_room },
+		{ "plan_reserve_and_cut", test_plan_reserve_and_cut },
+		{ "plan_crowd", test_plan_crowd },
+		{ "plan_exhausted", test_plan_exhausted },
+		{ "caller_parse_header", test_caller_parse_header },
+		{ "caller_parse_body", test_caller_parse_body },
 	};
 	Suite *s = suite_create("budget");
 	TCase *tc;

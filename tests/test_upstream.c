@@ -45,7 +45,7 @@ build(const struct route_cfg *rc, const struct backend_cfg *bc, int backup, cons
 	cJSON *o;
 
 	*tokens = -1;
-	s = upstream_build_body(rc, bc, backup, input, messages, tokens);
+	s = upstream_build_body_ex(rc, bc, backup, input, messages, NULL, tokens);
 	ck_assert_ptr_nonnull(s);
 	o = cJSON_Parse(s);
 	free(s);

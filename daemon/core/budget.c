@@ -4,6 +4,8 @@
  */
 #include "budget.h"
 
+#include "util.h"
+
 void
 budget_init(struct budget *b, int64_t now_ms, int route_budget_ms, int64_t caller_ms)
 {
@@ -20,6 +22,47 @@ int64_t
 budget_remaining(const struct budget *b, int64_t now_ms)
 {
 	return b->deadline_ms > now_ms ? b->deadline_ms - now_ms : 0;
+}
+
+int64_t
+budget_attempt_room(const struct budget *b, int64_t now_ms)
+{
+	return budget_remaining(b, now_ms) - BUDGET_ANSWER_RESERVE_MS;
+}
+
+static void
+budget_cause(char **cause, const char *text)
+{
+	if (cause != NULL)
+		*cause = xstrdup(text);
+}
+
+int
+budget_caller_parse(const char *hdr, const cJSON *body_value, int64_t *out, char **cause)
+{
+	const cJSON *v = body_value;
+	int64_t ms = 0;
+	int error = 0;
+
+	if (v != NULL && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) || v->valuedouble < 1 ||
+		    v->valuedouble > (double)BUDGET_MAX_MS ||
+		    v->valuedouble != (double)(int64_t)v->valuedouble) {
+			error = BUDGET_E_INVALID;
+			budget_cause(cause, "budget_ms: must be a positive integer of milliseconds");
+		} else {
+			ms = (int64_t)v->valuedouble;
+		}
+	} else if (hdr != NULL) {
+		if (parse_int64(hdr, &ms) != 0 || ms < 1 || ms > BUDGET_MAX_MS) {
+			error = BUDGET_E_INVALID;
+			budget_cause(cause,
+			    "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
+		}
+	}
+	if (error == 0)
+		*out = ms;
+	return error;
 }
 
 static int64_t
@@ -45,6 +88,33 @@ budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms,
 		out->first_byte_ms = budget_clip(first_byte_ms, total);
 		out->connect_ms = budget_clip(connect_ms, total);
 	}
+	return error;
+}
+
+int
+budget_attempt_plan(const struct budget *b, int64_t now_ms, const struct budget_crowd *crowd,
+    const struct attempt_limits *lim, struct attempt_timeouts *out)
+{
+	int total = (int)(lim->total_ms < INT32_MAX ? lim->total_ms : INT32_MAX);
+	int reserve = BUDGET_ANSWER_RESERVE_MS;
+	int error;
+
+	if (crowd != NULL)
+		reserve += budget_crowd_extra_ms(crowd, b->deadline_ms,
+		    BUDGET_MAX_RESERVE_MS - BUDGET_ANSWER_RESERVE_MS);
+	error = budget_attempt_timeouts(b, now_ms, lim->connect_ms, lim->first_byte_ms, total,
+	    reserve, 1, out);
+	if (error != 0 && reserve > BUDGET_ANSWER_RESERVE_MS) {
+		reserve = BUDGET_ANSWER_RESERVE_MS;
+		error = budget_attempt_timeouts(b, now_ms, lim->connect_ms, lim->first_byte_ms,
+		    total, reserve, 1, out);
+	}
+	if (error != 0) {
+		out->connect_ms = 0;
+		out->first_byte_ms = 0;
+		out->total_ms = 0;
+	}
+	out->at_cut = out->total_ms >= budget_remaining(b, now_ms) - reserve;
 	return error;
 }
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api_call.h"
+#include "api_chat.h"
 #include "call.h"
 #include "fuzz_split.h"
 

@@ -637,7 +637,8 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	ck_assert_str_eq(itd_str(h, "content-type"), "application/json");
 	ck_assert_str_eq(itd_str(h, "authorization"), "Bearer sk-test-4711");
 	maxwait = itd_str(h, "x-max-wait");
-	ck_assert_msg(atoi(maxwait) > 2300 && atoi(maxwait) <= 2500, "X-Max-Wait %s", maxwait);
+	ck_assert_msg(strtol(maxwait, NULL, 10) > 2300 && strtol(maxwait, NULL, 10) <= 2500,
+		      "X-Max-Wait %s", maxwait);
 	cJSON_Delete(st);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='hdr-7' AND budget_ms=2500"), 1);
