@@ -23,6 +23,7 @@
 #include "control.h"
 #include "engine.h"
 #include "http.h"
+#include "reload.h"
 #include "util.h"
 #include "jsonutil.h"
 
@@ -53,28 +54,18 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 	 * (+ a generous slack): that bound lets SQLite use calls_started_at. */
 	struct store_val v[] = { SVT(rc->name), SVI(now_wall - 60000 - rc->budget_ms - 60000),
 				 SVI(now_wall - 60000), SVI(0) };
-	static const char count_sql[] = "SELECT count(*) FROM calls WHERE route = ?1 AND "
-					"started_at >= ?2 AND finished_at >= ?3 AND "
-					"elapsed_ms IS NOT NULL";
-	static const char rank_sql[] = "SELECT elapsed_ms FROM calls WHERE route = ?1 AND "
-				       "started_at >= ?2 AND finished_at >= ?3 AND "
-				       "elapsed_ms IS NOT NULL "
-				       "ORDER BY elapsed_ms LIMIT 1 OFFSET ?4";
 	int64_t n;
 
-	n = store_reader_int(e->reader, count_sql, v, 3, 0);
+	n = store_reader_run_int(e->reader, STORE_Q_ROUTE_CALLS, v, 3, 0);
 	st->rps = round((double)n / 60.0 * 1000.0) / 1000.0;
 	st->p50_ms = st->p99_ms = -1;
 	if (n > 0) {
 		v[3] = SVI((50 * n + 99) / 100 - 1);
-		st->p50_ms = store_reader_int(e->reader, rank_sql, v, 4, -1);
+		st->p50_ms = store_reader_run_int(e->reader, STORE_Q_ROUTE_ELAPSED_RANK, v, 4, -1);
 		v[3] = SVI((99 * n + 99) / 100 - 1);
-		st->p99_ms = store_reader_int(e->reader, rank_sql, v, 4, -1);
+		st->p99_ms = store_reader_run_int(e->reader, STORE_Q_ROUTE_ELAPSED_RANK, v, 4, -1);
 	}
-	st->review_pending = store_reader_int(e->reader,
-					      "SELECT count(*) FROM reviews WHERE route = ?1 AND "
-					      "state IN ('pending', 'claimed')",
-					      v, 1, 0);
+	st->review_pending = store_reader_run_int(e->reader, STORE_Q_ROUTE_REVIEWS_OPEN, v, 1, 0);
 }
 
 /* The route object of API.md (also the answer of route mutations). */
@@ -488,7 +479,7 @@ handle_reload(struct http_req *r, struct engine *e)
 	int rc;
 
 	before = xasprintf("{\"backends\":%d,\"routes\":%d}", e->nbackends, e->nroutes);
-	rc = engine_reload_from_disk(e, &cause);
+	rc = reload_from_disk(e, &cause);
 	if (rc != 0) {
 		http_respond_error(r, 400, "invalid_config",
 				   "configuration refused, the running one stays: %s",

@@ -34,18 +34,18 @@
 #define CALLBACK_TRIES	     5
 
 /*
- * The state filters of GET /v1/reviews, as SQL. Each list query binds ?1
- * state, ?2 now, ?3 route, ?4 priority, ?5 limit; a filter that is one
- * literal set keeps the (state, due_at) index usable.
+ * The state filters of GET /v1/reviews, as list queries (db/store.c).
+ * Each binds ?1 state, ?2 now, ?3 route, ?4 priority, ?5 limit; a filter
+ * that is one literal set keeps the (state, due_at) index usable.
  */
 static const struct {
 	const char *name;
-	const char *where;
+	enum store_query q;
 } list_filters[] = {
-	{ "open", "state IN ('pending', 'claimed')" },
-	{ "overdue", "state IN ('pending', 'claimed') AND due_at <= ?2" },
-	{ "decided", "state IN ('approved', 'corrected', 'rejected')" },
-	{ "all", "1" },
+	{ "open", STORE_Q_REVIEW_LIST_OPEN },
+	{ "overdue", STORE_Q_REVIEW_LIST_OVERDUE },
+	{ "decided", STORE_Q_REVIEW_LIST_DECIDED },
+	{ "all", STORE_Q_REVIEW_LIST_ALL },
 };
 
 static void
@@ -221,13 +221,14 @@ static void
 handle_list(struct http_req *r, struct engine *e)
 {
 	const char *state = http_req_arg(r, "state"), *route = http_req_arg(r, "route");
-	const char *prio_s = http_req_arg(r, "priority"), *where = "state = ?1";
+	const char *prio_s = http_req_arg(r, "priority");
+	enum store_query q = STORE_Q_REVIEW_LIST_STATE;
 	struct list_ctx lc = { NULL, clock_wall_ms() };
 	struct counts_ctx cc = { 0, 0 };
 	enum review_state st;
 	enum priority prio = PRIORITY_MEDIUM;
 	int64_t limit;
-	char *cause = NULL, *sql = NULL;
+	char *cause = NULL;
 	cJSON *o = NULL, *counts;
 	size_t i;
 
@@ -237,7 +238,7 @@ handle_list(struct http_req *r, struct engine *e)
 		if (strcmp(state, list_filters[i].name) == 0)
 			break;
 	if (i < ARRAY_SIZE(list_filters)) {
-		where = list_filters[i].where;
+		q = list_filters[i].q;
 	} else if (review_state_parse(state, &st) != 0) {
 		http_respond_error(r, 400, "bad_request",
 				   "state: must be open, overdue, decided, all, pending, claimed, "
@@ -255,27 +256,19 @@ handle_list(struct http_req *r, struct engine *e)
 	}
 	o = cJSON_CreateObject();
 	lc.items = cJSON_AddArrayToObject(o, "items");
-	sql = xasprintf("SELECT " REVIEW_ITEM_COLUMNS " FROM reviews WHERE %s AND (?3 IS NULL OR "
-			"route = ?3) AND (?4 IS NULL OR priority = ?4) ORDER BY due_at, id "
-			"LIMIT ?5",
-			where);
 	{
 		struct store_val v[] = { SVT(state), SVI(lc.now), SVT(route),
 					 prio_s ? SVI(prio) : SVN, SVI(limit) };
 
-		if (store_reader_query(e->reader, sql, v, (int)ARRAY_SIZE(v), list_row, &lc,
-				       &cause) != 0)
+		if (store_reader_run(e->reader, q, v, (int)ARRAY_SIZE(v), list_row, &lc,
+				     &cause) != 0)
 			goto fail;
 	}
 	{
 		struct store_val v[] = { SVT(route), prio_s ? SVI(prio) : SVN, SVI(lc.now) };
 
-		if (store_reader_query(
-			    e->reader,
-			    "SELECT count(*), coalesce(sum(due_at <= ?3), 0) FROM reviews "
-			    "WHERE state IN ('pending', 'claimed') AND (?1 IS NULL OR "
-			    "route = ?1) AND (?2 IS NULL OR priority = ?2)",
-			    v, (int)ARRAY_SIZE(v), counts_row, &cc, &cause) != 0)
+		if (store_reader_run(e->reader, STORE_Q_REVIEW_LIST_COUNTS, v, (int)ARRAY_SIZE(v),
+				     counts_row, &cc, &cause) != 0)
 			goto fail;
 	}
 	counts = cJSON_AddObjectToObject(o, "counts");
@@ -287,7 +280,6 @@ handle_list(struct http_req *r, struct engine *e)
 fail:
 	http_respond_error(r, 500, "store_error", "%s", cause ? cause : "query failed");
 out:
-	free(sql);
 	cJSON_Delete(o);
 	free(cause);
 }
@@ -559,12 +551,8 @@ handle_export(struct http_req *r, struct engine *e)
 	{
 		struct store_val v[] = { SVI(since), SVI(limit) };
 
-		if (store_reader_query(e->reader,
-				       "SELECT " REVIEW_ITEM_COLUMNS
-				       " FROM reviews WHERE decided_at "
-				       "IS NOT NULL AND decided_at >= ?1 AND state IN ('approved', "
-				       "'corrected', 'rejected') ORDER BY decided_at, id LIMIT ?2",
-				       v, (int)ARRAY_SIZE(v), export_row, &x, &cause) != 0) {
+		if (store_reader_run(e->reader, STORE_Q_REVIEW_EXPORT, v, (int)ARRAY_SIZE(v),
+				     export_row, &x, &cause) != 0) {
 			http_respond_error(r, 500, "store_error", "%s",
 					   cause ? cause : "query failed");
 			goto out;

@@ -6,4 +6,3 @@
  */
 #include "http.h"
 
-extern const struct endpoint api_slo_endpoints[];

@@ -1,55 +1,18 @@
 #pragma once
 /*
- * canary: the canary guard (CONFIG.md routes[].canary_guard). Per primary
- * target of a route, 1-second buckets of attempts and failures (transport
- * and validation) over window_s; once a second the guard compares each
- * canary target with the non-canary baseline and, when the canary fails
- * more than max_failure_delta above it (both sides with >= min_calls in
- * the window), sets its weight to 0 — persisted, audited and evented with
- * actor "canary_guard", plus a canary_rollback event and an alert row. An
- * operator can put the weight back. The decision is a pure function;
- * the rest runs on the engine thread.
+ * canary: the canary guard's action on the engine thread. Once a second
+ * (an engine_on_tick hook) every guarded route's windows go through
+ * canary_pick() (core/canary_guard.h); a canary that fails more than
+ * max_failure_delta above the baseline gets weight 0 — persisted, audited
+ * and evented with actor "canary_guard" through control_weights_set(),
+ * plus a canary_rollback event and an alert row. An operator can put the
+ * weight back.
  */
 #include <stdint.h>
 
-#include "config.h"
-
-#define CANARY_MAX_WINDOW_S 3600
+#include "canary_guard.h"
 
 struct engine;
 
-struct canary_bucket {
-	int64_t sec;
-	int calls;
-	int failures;
-};
-
-/* One target's window (allocated per route when the guard is on). */
-struct canary_track {
-	struct canary_bucket b[CANARY_MAX_WINDOW_S];
-};
-
-struct canary_stat {
-	int canary;	 /* the target is a canary */
-	int weight;	 /* its live weight */
-	int64_t calls;	 /* in the window */
-	int64_t failures;
-};
-
-/*
- * The canary to roll back: the index of the canary target (weight > 0,
- * >= min_calls) whose failure rate exceeds the pooled non-canary baseline
- * (>= min_calls) by more than max_failure_delta — the worst one when
- * several do — or -1. *canary_rate / *baseline_rate are set when an index
- * is returned. Pure.
- */
-int canary_pick(const struct canary_guard_cfg *g, const struct canary_stat *t, int n,
-		double *canary_rate, double *baseline_rate);
-
-/* Count one primary-step attempt on target `target` of its window. */
-void canary_record(struct canary_track *tr, int64_t now_ms, int failure);
-/* Calls and failures of tr over the last window_s seconds. */
-void canary_sum(const struct canary_track *tr, int window_s, int64_t now_ms, int64_t *calls,
-		int64_t *failures);
-/* Once a second from the engine cron: evaluate every guarded route. */
-void canary_tick(struct engine *e, int64_t now_ms);
+/* Evaluate every guarded route (an engine_on_tick hook; arg unused). */
+void canary_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms);

@@ -10,17 +10,20 @@
  * would silently undo.
  *
  * The forced part of a route's level has one writer here,
- * level_set_forced(); engine_route_level() clears it when its TTL passes
- * (and writes that event). Breakers change only through breaker_force(),
+ * control_level_set(), which also writes (or is told the caller's
+ * transaction wrote) its "level" event: the operator's force and release,
+ * the restore at start, the TTL expiry (control_level_tick, a cron hook;
+ * engine_route_level() already reads an expired force as gone) and the
+ * review queue's overflow all go through it. Breakers change only through breaker_force(),
  * whose transition event engine_breaker_events() writes, so a breaker
  * change adds no events row of its own.
  *
  * `overrides` rows: kind "level" value {"level":N} (actor, reason, until in
  * their columns); kind "weights" value {"<backend>":W,...} for every
  * primary target; kind "breaker" value {"state":"forced_open"|"forced_closed"}
- * ("auto" deletes the row). A TTL that ends while the daemon runs: the
- * engine calls control_level_expired(), which deletes the row; a TTL that
- * ended while the daemon was down: control_restore() drops the row.
+ * ("auto" deletes the row). A TTL that ends while the daemon runs:
+ * control_level_tick() deletes the row; a TTL that ended while the daemon
+ * was down: control_restore() drops the row.
  */
 #include "control.h"
 
@@ -43,7 +46,7 @@ control_forced_json(const struct engine *e, int route)
 	const struct route_rt *rt = &e->routes[route];
 	cJSON *f;
 
-	if (rt->forced_level < 0)
+	if (engine_route_forced(e, route) < 0)
 		return cJSON_CreateNull();
 	f = cJSON_CreateObject();
 	cJSON_AddNumberToObject(f, "level", rt->forced_level);
@@ -68,24 +71,48 @@ level_audit_json(struct engine *e, int route)
 	return s;
 }
 
-/*
- * The one writer of a route's forced level (engine_route_level() clears
- * it on TTL expiry). level < 0 releases. Strings are copied.
- */
-static void
-level_set_forced(struct route_rt *rt, int level, const char *actor, const char *reason,
-		 int64_t until_wall)
+void
+control_level_set(struct engine *e, int route, const struct control_level *lv,
+		  enum control_event ev, int64_t now_wall)
 {
+	struct route_rt *rt = &e->routes[route];
+
 	free(rt->forced_actor);
 	free(rt->forced_reason);
 	rt->forced_actor = rt->forced_reason = NULL;
 	rt->forced_until_wall = 0;
-	rt->forced_level = level >= 0 ? level : -1;
-	if (level < 0)
-		return;
-	rt->forced_actor = xstrdup(actor ? actor : "");
-	rt->forced_reason = xstrdup(reason ? reason : "");
-	rt->forced_until_wall = until_wall;
+	rt->forced_level = lv->level >= 0 ? lv->level : -1;
+	if (lv->level >= 0) {
+		rt->forced_actor = xstrdup(lv->actor ? lv->actor : "");
+		rt->forced_reason = xstrdup(lv->reason ? lv->reason : "");
+		rt->forced_until_wall = lv->until_wall;
+	}
+	if (ev == CONTROL_EVENT_WRITE && lv->detail != NULL)
+		engine_event_at(e, now_wall, "level", rt->cfg->name, lv->detail);
+}
+
+void
+control_level_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms)
+{
+	int i;
+
+	for (i = 0; i < e->nroutes; i++) {
+		struct route_rt *rt = &e->routes[i];
+		struct store_val v[] = { SVT("level"), SVT(rt->cfg->name) };
+		struct control_level lv = { .level = -1 };
+		char detail[160];
+
+		if (rt->forced_level < 0 || rt->forced_until_wall <= 0 ||
+		    now_wall_ms < rt->forced_until_wall)
+			continue;
+		snprintf(detail, sizeof detail, "forced level %d expired (ttl) -> auto %d",
+			 rt->forced_level, rt->auto_level);
+		log_info("control", "route %s: %s", rt->cfg->name, detail);
+		/* The override row goes first (async, ordered before later commits). */
+		store_put(e->store, STORE_OVERRIDE_DELETE, v, (int)ARRAY_SIZE(v));
+		lv.detail = detail;
+		control_level_set(e, i, &lv, CONTROL_EVENT_WRITE, now_wall_ms);
+	}
 }
 
 /*
@@ -205,7 +232,11 @@ control_level_force(struct engine *e, int route, int level, const char *reason, 
 		if ((r = commit(e, ops, (int)ARRAY_SIZE(ops), cause)) != 0)
 			goto out;
 	}
-	level_set_forced(rt, level, who->actor, reason, until);
+	{
+		struct control_level lv = { level, who->actor, reason, until, detail };
+
+		control_level_set(e, route, &lv, CONTROL_EVENT_COMMITTED, now);
+	}
 	log_info("control", "route %s: %s", rt->cfg->name, detail);
 out:
 	free(before);
@@ -252,21 +283,17 @@ control_level_release(struct engine *e, int route, const struct control_who *who
 		if ((r = commit(e, ops, was >= 0 ? 3 : 2, cause)) != 0)
 			goto out;
 	}
-	level_set_forced(rt, -1, NULL, NULL, 0);
+	{
+		struct control_level lv = { .level = -1, .detail = detail };
+
+		control_level_set(e, route, &lv, CONTROL_EVENT_COMMITTED, now);
+	}
 	if (was >= 0)
 		log_info("control", "route %s: %s", rt->cfg->name, detail);
 out:
 	free(before);
 	free(after);
 	return r;
-}
-
-void
-control_level_expired(struct engine *e, int route)
-{
-	struct store_val v[] = { SVT("level"), SVT(e->routes[route].cfg->name) };
-
-	store_put(e->store, STORE_OVERRIDE_DELETE, v, (int)ARRAY_SIZE(v));
 }
 
 /* {"<backend>": w, ...} of route's primary targets. */
@@ -454,7 +481,11 @@ restore_level(struct restore *rs, const char *subject, const cJSON *value, const
 		restore_drop(rs, "level", subject);
 		return 0;
 	}
-	level_set_forced(&e->routes[route], lv->valueint, actor, reason, until > 0 ? until : 0);
+	{
+		struct control_level set = { lv->valueint, actor, reason, until > 0 ? until : 0, NULL };
+
+		control_level_set(e, route, &set, CONTROL_EVENT_NONE, rs->now);
+	}
 	log_info("control", "route %s: restored forced L%d (by %s: %s)", subject, lv->valueint,
 		 actor ? actor : "?", reason ? reason : "");
 	rs->applied++;
@@ -570,10 +601,7 @@ control_restore(struct engine *e, char **cause)
 		}
 		rd = own;
 	}
-	if (store_reader_query(rd,
-			       "SELECT kind, subject, value, actor, reason, until FROM overrides "
-			       "ORDER BY at, kind, subject",
-			       NULL, 0, restore_row, &rs, &why) != 0) {
+	if (store_reader_run(rd, STORE_Q_OVERRIDES, NULL, 0, restore_row, &rs, &why) != 0) {
 		r = CONTROL_E_STORE;
 		goto out;
 	}

@@ -71,9 +71,33 @@ int control_restore(struct engine *e, char **cause);
  */
 cJSON *control_forced_json(const struct engine *e, int route);
 
+/* A route's forced level as control_level_set() takes it (strings borrowed, copied). */
+struct control_level {
+	int level; /* -1: released (back to the auto level) */
+	const char *actor;
+	const char *reason;
+	int64_t until_wall; /* 0: no TTL */
+	const char *detail; /* the "level" event's text; NULL: no event */
+};
+
+/* Who writes the change's "level" event. */
+enum control_event {
+	CONTROL_EVENT_WRITE,	 /* control_level_set() writes it (async, like every log row) */
+	CONTROL_EVENT_COMMITTED, /* the caller's transaction already committed it */
+	CONTROL_EVENT_NONE,	 /* none: the restore at start */
+};
+
 /*
- * engine_route_level() cleared route's forced level because its TTL
- * passed: drop its `overrides` row (async, ordered before any later
- * commit). Engine thread.
+ * The one writer of a route's forced level: sets (lv->level >= 0) or
+ * clears it and writes its "level" event as ev says. Every change of
+ * route_rt.forced_* goes through here: control_level_force/_release,
+ * control_restore, control_level_tick (TTL expiry) and the review queue's
+ * overflow. Engine thread.
  */
-void control_level_expired(struct engine *e, int route);
+void control_level_set(struct engine *e, int route, const struct control_level *lv,
+		       enum control_event ev, int64_t now_wall);
+/*
+ * Clear every forced level whose TTL has passed: drop its `overrides`
+ * row, write its "level" event. An engine_on_tick hook (arg unused).
+ */
+void control_level_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms);

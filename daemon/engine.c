@@ -22,37 +22,14 @@
 #include <unistd.h>
 
 #include "budget.h"
-#include "cache.h"
-#include "canary.h"
-#include "call.h"
 #include "clock.h"
-#include "control.h"
-#include "idem.h"
-#include "jobs.h"
 #include "log.h"
-#include "notify.h"
-#include "obs.h"
-#include "review_q.h"
-#include "http.h"
-#include "tokens.h"
 #include "util.h"
 
 #define CRON_MS 1000
 /* After the last call of a drain, answers still being written get this long. */
 #define DRAIN_WRITE_MS 5000
 #define RETENTION_EVERY_S 3600 /* and once a minute after start */
-
-int64_t
-engine_now_ms(const struct engine *e)
-{
-	return clock_mono_ms();
-}
-
-int64_t
-engine_now_us(const struct engine *e)
-{
-	return clock_mono_us();
-}
 
 void
 engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us)
@@ -201,34 +178,39 @@ engine_route_index(const struct engine *e, const char *name)
 }
 
 int
-engine_route_level(struct engine *e, int i)
+engine_route_forced(const struct engine *e, int i)
 {
-	struct route_rt *rt = &e->routes[i];
+	const struct route_rt *rt = &e->routes[i];
 
+	/* A TTL that has passed no longer counts, although the cron tick
+	 * (control_level_tick) clears the fields and writes the event. */
 	if (rt->forced_level >= 0 && rt->forced_until_wall > 0 &&
-	    clock_wall_ms() >= rt->forced_until_wall) {
-		char detail[160];
+	    clock_wall_ms() >= rt->forced_until_wall)
+		return -1;
+	return rt->forced_level;
+}
 
-		snprintf(detail, sizeof detail, "forced level %d expired (ttl) -> auto %d",
-			 rt->forced_level, rt->auto_level);
-		log_info("engine", "route %s: %s", rt->cfg->name, detail);
-		engine_event(e, "level", rt->cfg->name, detail);
-		control_level_expired(e, i);
-		rt->forced_level = -1;
-		free(rt->forced_actor);
-		free(rt->forced_reason);
-		rt->forced_actor = rt->forced_reason = NULL;
-		rt->forced_until_wall = 0;
-	}
-	return rt->forced_level >= 0 ? rt->forced_level : rt->auto_level;
+int
+engine_route_level(const struct engine *e, int i)
+{
+	int forced = engine_route_forced(e, i);
+
+	return forced >= 0 ? forced : e->routes[i].auto_level;
+}
+
+void
+engine_event_at(struct engine *e, int64_t at_wall_ms, const char *kind, const char *subject,
+		const char *detail)
+{
+	struct store_val v[] = { SVI(at_wall_ms), SVT(kind), SVT(subject), SVT(detail) };
+
+	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
 }
 
 void
 engine_event(struct engine *e, const char *kind, const char *subject, const char *detail)
 {
-	struct store_val v[] = { SVI(clock_wall_ms()), SVT(kind), SVT(subject), SVT(detail) };
-
-	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
+	engine_event_at(e, clock_wall_ms(), kind, subject, detail);
 }
 
 void
@@ -341,27 +323,43 @@ curl_timer_fire(struct timer *t, void *arg)
 	check_multi_info(e);
 }
 
-/* The longest cache TTL of the routes (0 when no route caches: all go). */
-static int64_t
-engine_cache_ttl_max_ms(const struct engine *e)
+int
+engine_on_tick(struct engine *e, engine_tick_fn fn, void *arg)
 {
-	int64_t ttl = 0;
-	int i;
-
-	for (i = 0; i < e->nroutes; i++) {
-		const struct route_cfg *rc = e->routes[i].cfg;
-
-		if (rc->cache.enabled && (int64_t)rc->cache.ttl_s * 1000 > ttl)
-			ttl = (int64_t)rc->cache.ttl_s * 1000;
-	}
-	return ttl;
+	if (e->ntick_hooks >= ENGINE_HOOKS_MAX)
+		return -ENOSPC;
+	e->tick_hooks[e->ntick_hooks++] = (struct engine_hook){ .tick = fn, .arg = arg };
+	return 0;
 }
 
+int
+engine_on_before_sleep(struct engine *e, engine_task_fn fn, void *arg)
+{
+	if (e->nsleep_hooks >= ENGINE_HOOKS_MAX)
+		return -ENOSPC;
+	e->sleep_hooks[e->nsleep_hooks++] = (struct engine_hook){ .task = fn, .arg = arg };
+	return 0;
+}
+
+void
+engine_before_sleep(struct engine *e)
+{
+	int i;
+
+	for (i = 0; i < e->nsleep_hooks; i++)
+		e->sleep_hooks[i].task(e, e->sleep_hooks[i].arg);
+}
+
+/*
+ * The cron (Redis's serverCron shape): the engine's own duties — breaker
+ * and escalation ticks with their events —, then the hooks the modules
+ * registered (engine_on_tick, in registration order), then retention.
+ */
 static void
 cron_fire(struct timer *t, void *arg)
 {
 	struct engine *e = arg;
-	int64_t now = clock_mono_ms();
+	int64_t now = clock_mono_ms(), now_wall = clock_wall_ms();
 	int i;
 
 	for (i = 0; i < e->nbackends; i++) {
@@ -373,13 +371,9 @@ cron_fire(struct timer *t, void *arg)
 
 		escalation_tick(&rt->esc, &rt->cfg->escalation, now);
 		engine_route_escalation_events(e, rt);
-		engine_route_level(e, i);
 	}
-	idem_expire(e->idem, clock_wall_ms());
-	cache_expire(e->cache, clock_wall_ms() - engine_cache_ttl_max_ms(e));
-	obs_tick(e->obs, clock_wall_ms());
-	review_q_tick(e, clock_wall_ms());
-	canary_tick(e, now);
+	for (i = 0; i < e->ntick_hooks; i++)
+		e->tick_hooks[i].tick(e, e->tick_hooks[i].arg, now, now_wall);
 	/* Retention: old log rows go in small batches on the writer thread. */
 	if (++e->cron_ticks % RETENTION_EVERY_S == 60 && e->cfg->log.retention_days > 0)
 		store_prune(e->store,
@@ -514,7 +508,7 @@ engine_http_request(struct engine *e)
 static int
 engine_http_due(struct engine *e, int ready, int64_t now_us)
 {
-	if (!ready && !e->stopping && !http_pending(e->srv) && now_us < e->http_due_us)
+	if (!ready && !e->stopping && !e->src.pending(e->src.arg) && now_us < e->http_due_us)
 		return 0;
 	e->http_batch = 0;
 	return 1;
@@ -526,11 +520,11 @@ engine_http_pass(struct engine *e, int *ready, int64_t now_us)
 {
 	int64_t to;
 
-	if (e->srv == NULL || !engine_http_due(e, *ready, now_us))
+	if (e->src.run == NULL || !engine_http_due(e, *ready, now_us))
 		return;
 	*ready = 0;
-	http_run(e->srv);
-	to = http_timeout_ms(e->srv);
+	e->src.run(e->src.arg);
+	to = e->src.timeout_ms(e->src.arg);
 	e->http_due_us = to < 0 ? INT64_MAX : clock_mono_us() + MIN(to, 3600 * 1000) * 1000;
 }
 
@@ -540,14 +534,14 @@ engine_drained(struct engine *e, int64_t now_us)
 {
 	if (!e->stopping || e->calls != NULL || e->qhead != NULL || e->commits_pending > 0)
 		return 0;
-	if (e->srv == NULL || http_active(e->srv) == 0)
+	if (e->src.run == NULL || e->src.active(e->src.arg) == 0)
 		return 1;
 	if (e->drain_until_us == 0)
 		e->drain_until_us = now_us + DRAIN_WRITE_MS * 1000;
 	if (now_us < e->drain_until_us)
 		return 0;
 	log_warn("engine", "stopping with %d requests still unanswered after %d ms",
-		 http_active(e->srv), DRAIN_WRITE_MS);
+		 e->src.active(e->src.arg), DRAIN_WRITE_MS);
 	return 1;
 }
 
@@ -566,7 +560,7 @@ engine_main(void *arg)
 		run_tasks(e);
 		check_multi_info(e);
 		engine_http_pass(e, &http_ready, now);
-		call_reap(e);
+		engine_before_sleep(e);
 		if (engine_drained(e, now)) {
 			e->stop_now = 1;
 			break;
@@ -579,8 +573,8 @@ engine_main(void *arg)
 			timeout = 0;
 		else
 			timeout = (int)MIN((next - now + 999) / 1000, 1000);
-		if (e->srv) {
-			if (http_pending(e->srv) || e->http_due_us <= now)
+		if (e->src.run) {
+			if (e->src.pending(e->src.arg) || e->http_due_us <= now)
 				timeout = 0;
 			else if (e->http_due_us - now < (int64_t)timeout * 1000)
 				timeout = (int)((e->http_due_us - now + 999) / 1000);
@@ -598,7 +592,7 @@ engine_main(void *arg)
 				(void)rd;
 				continue;
 			}
-			if (e->srv && fd == e->http_fd) {
+			if (e->src.run && fd == e->http_fd) {
 				http_ready = 1;
 				continue;
 			}
@@ -620,22 +614,24 @@ engine_main(void *arg)
 }
 
 int
-engine_attach_http(struct engine *e, struct http_server *srv)
+engine_attach_source(struct engine *e, const struct engine_source *src)
 {
 	struct epoll_event ev;
 
+	if (e->src.run != NULL)
+		return -EBUSY;
 	memset(&ev, 0, sizeof ev);
 	ev.events = EPOLLIN;
-	ev.data.fd = http_epoll_fd(srv);
+	ev.data.fd = src->fd;
 	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
 		return -errno;
 	e->http_fd = ev.data.fd;
-	e->srv = srv;
+	e->src = *src;
 	return 0;
 }
 
-static void
-backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
+void
+engine_backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
 {
 	const char *key;
 
@@ -650,16 +646,16 @@ backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
 			 bc->name, bc->api_key_env);
 }
 
-static void
-backend_rt_free(struct backend_rt *b)
+void
+engine_backend_rt_free(struct backend_rt *b)
 {
 	breaker_free(&b->breaker);
 	free(b->api_key);
 	b->api_key = NULL;
 }
 
-static void
-route_rt_init(struct route_rt *rt, const struct route_cfg *rc)
+void
+engine_route_rt_init(struct route_rt *rt, const struct route_cfg *rc)
 {
 	int j;
 
@@ -675,8 +671,8 @@ route_rt_init(struct route_rt *rt, const struct route_cfg *rc)
 		rt->canary = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *rt->canary);
 }
 
-static void
-route_rt_free(struct route_rt *rt)
+void
+engine_route_rt_free(struct route_rt *rt)
 {
 	free(rt->canary);
 	rt->canary = NULL;
@@ -687,23 +683,13 @@ route_rt_free(struct route_rt *rt)
 	rt->forced_actor = rt->forced_reason = NULL;
 }
 
-void
-engine_bulkhead_wake(struct engine *e, struct backend_rt *b)
-{
-	struct bulkhead_waiter *w;
-
-	/* A raised cap hands free slots to waiting calls at once. */
-	while ((w = bulkhead_next(&b->bulkhead)) != NULL)
-		call_bulkhead_granted(e, w);
-}
-
 int
 engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause)
 {
 	struct engine *e = xcalloc(1, sizeof *e);
 	struct store_reader *rd = NULL;
 	struct epoll_event ev;
-	int i, r = 0, max_ttl = 0;
+	int i, r = 0;
 
 	e->cfg = cfg;
 	e->hold = xcalloc(1, sizeof *e->hold);
@@ -718,7 +704,6 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	timer_init(&e->cron_timer, "cron", cron_fire, e);
 	rng_seed_entropy(&e->rng);
 	e->started_wall_ms = clock_wall_ms();
-	e->idem = idem_new(200000);
 	e->crowd = xmalloc(sizeof *e->crowd);
 	/* 50 us per cut-and-answer until the first cuts are measured */
 	budget_crowd_init(e->crowd, 50000);
@@ -753,11 +738,11 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	e->nbackends = e->nbackends_all = cfg->nbackends;
 	e->backends = xcalloc((size_t)MAX(cfg->nbackends, 1), sizeof *e->backends);
 	for (i = 0; i < cfg->nbackends; i++)
-		backend_rt_init(&e->backends[i], &cfg->backends[i]);
+		engine_backend_rt_init(&e->backends[i], &cfg->backends[i]);
 	e->nroutes = e->nroutes_all = cfg->nroutes;
 	e->routes = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *e->routes);
 	for (i = 0; i < cfg->nroutes; i++)
-		route_rt_init(&e->routes[i], &cfg->routes[i]);
+		engine_route_rt_init(&e->routes[i], &cfg->routes[i]);
 
 	/* Row ids continue after the highest one on disk (rows are written
 	 * asynchronously, so the daemon assigns them). */
@@ -765,39 +750,16 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 		r = -EIO;
 		goto out;
 	}
-	e->next_call_id = store_reader_int(rd, "SELECT coalesce(max(id),0) FROM calls", NULL, 0, 0) + 1;
-	e->next_attempt_id = store_reader_int(rd, "SELECT coalesce(max(id),0) FROM attempts", NULL, 0, 0) + 1;
-	e->next_vfail_id =
-		store_reader_int(rd, "SELECT coalesce(max(id),0) FROM validation_failures", NULL, 0, 0) + 1;
+	e->next_call_id = store_reader_run_int(rd, STORE_Q_CALL_MAX_ID, NULL, 0, 0) + 1;
+	e->next_attempt_id = store_reader_run_int(rd, STORE_Q_ATTEMPT_MAX_ID, NULL, 0, 0) + 1;
+	e->next_vfail_id = store_reader_run_int(rd, STORE_Q_VFAIL_MAX_ID, NULL, 0, 0) + 1;
 	e->next_degradation_id =
-		store_reader_int(rd, "SELECT coalesce(max(id),0) FROM degradations", NULL, 0, 0) + 1;
+		store_reader_run_int(rd, STORE_Q_DEGRADATION_MAX_ID, NULL, 0, 0) + 1;
 	e->route_names = xcalloc((size_t)MAX(cfg->nroutes, 1), sizeof *e->route_names);
-	for (i = 0; i < cfg->nroutes; i++) {
+	for (i = 0; i < cfg->nroutes; i++)
 		e->route_names[i] = cfg->routes[i].name;
-		if (cfg->routes[i].cache.enabled)
-			max_ttl = MAX(max_ttl, cfg->routes[i].cache.ttl_s);
-	}
-	e->cache = cache_new(100000);
-	cache_load(e->cache, rd, clock_wall_ms() - (int64_t)max_ttl * 1000);
-	r = obs_new(cfg, st, rd, clock_wall_ms(), &e->obs, cause);
-	if (r != 0)
-		goto out;
-	r = notify_new(4096, &e->notify);
-	if (r != 0) {
-		*cause = xasprintf("notify: %s", strerror(-r));
-		goto out;
-	}
 	e->reader = rd;
 	rd = NULL;
-	r = control_restore(e, cause);
-	if (r != 0)
-		goto out;
-	r = jobs_new(e, &e->jobs, cause);
-	if (r != 0)
-		goto out;
-	r = review_q_load(e, cause);
-	if (r != 0)
-		goto out;
 	*out = e;
 	e = NULL;
 out:
@@ -825,8 +787,8 @@ engine_begin_stop(struct engine *e, void *arg)
 {
 	e->stopping = 1;
 	/* Stop accepting; requests on open connections are refused. */
-	if (e->srv)
-		http_quiesce(e->srv);
+	if (e->src.quiesce)
+		e->src.quiesce(e->src.arg);
 	log_info("engine", "draining %d in-flight calls", e->inflight);
 }
 
@@ -858,9 +820,7 @@ engine_free(struct engine *e)
 		return;
 	engine_stop(e);
 	run_tasks(e);
-	call_reap(e);
-	jobs_free(e->jobs);
-	review_q_free(e->review_q);
+	engine_before_sleep(e);
 	if (e->multi)
 		curl_multi_cleanup(e->multi);
 	while (e->neasy_pool > 0)
@@ -869,16 +829,12 @@ engine_free(struct engine *e)
 	if (e->h2_share)
 		curl_share_cleanup(e->h2_share); /* after the handles that used it */
 	for (i = 0; i < e->nbackends_all; i++)
-		backend_rt_free(&e->backends[i]);
+		engine_backend_rt_free(&e->backends[i]);
 	free(e->backends);
 	for (i = 0; i < e->nroutes_all; i++)
-		route_rt_free(&e->routes[i]);
+		engine_route_rt_free(&e->routes[i]);
 	free(e->routes);
-	idem_free(e->idem);
 	free(e->crowd);
-	cache_free(e->cache);
-	obs_free(e->obs);
-	notify_free(e->notify, 1000);
 	store_reader_close(e->reader);
 	free(e->route_names);
 	timerheap_free(&e->timers);
@@ -934,199 +890,3 @@ engine_backend_index(const struct engine *e, const char *name)
 	return -1;
 }
 
-static int
-backend_rt_busy(const struct backend_rt *b)
-{
-	return b->bulkhead.inflight > 0 || b->bulkhead.nwaiting > 0;
-}
-
-static int
-same_targets(const struct route_cfg *a, const struct route_cfg *b)
-{
-	int i;
-
-	if (a->ntargets != b->ntargets)
-		return 0;
-	for (i = 0; i < a->ntargets; i++)
-		if (strcmp(a->targets[i].backend, b->targets[i].backend) != 0)
-			return 0;
-	return 1;
-}
-
-int
-engine_reload(struct engine *e, struct config *ncfg, char **cause)
-{
-	const struct config *ocfg = e->cfg;
-	struct backend_rt *nb = NULL;
-	struct route_rt *nr = NULL;
-	int *bmap = NULL, *rmap = NULL; /* old index -> new index (-1: gone) */
-	int onb = e->nbackends_all, onr = e->nroutes_all, nnb, nnr, i, j;
-	int64_t now = clock_mono_ms();
-	struct cfg_hold *h;
-	char detail[256];
-
-	/* The only step that can fail goes first: then nothing has changed. */
-	if (obs_reconfigure(e->obs, ncfg, clock_wall_ms(), cause) != 0) {
-		config_free(ncfg);
-		return -EIO;
-	}
-	if (strcmp(ocfg->listen, ncfg->listen) != 0)
-		log_warn("reload", "listen changed (%s -> %s): takes effect at restart", ocfg->listen,
-			 ncfg->listen);
-	if (strcmp(ocfg->database, ncfg->database) != 0)
-		log_warn("reload", "database changed: takes effect at restart");
-	bmap = xcalloc((size_t)MAX(onb, 1), sizeof *bmap);
-	rmap = xcalloc((size_t)MAX(onr, 1), sizeof *rmap);
-	for (i = 0; i < onb; i++)
-		bmap[i] = -1;
-	for (i = 0; i < onr; i++)
-		rmap[i] = -1;
-
-	/* Backends: matched by name, state moved; removed ones still in use
-	 * stay after the configured ones until their calls end. */
-	nnb = ncfg->nbackends;
-	for (i = 0; i < onb; i++)
-		if (config_backend_index(ncfg, e->backends[i].cfg->name) < 0 && backend_rt_busy(&e->backends[i]))
-			nnb++;
-	nb = xcalloc((size_t)MAX(nnb, 1), sizeof *nb);
-	for (i = 0; i < ncfg->nbackends; i++) {
-		for (j = 0; j < onb; j++)
-			if (bmap[j] < 0 && strcmp(e->backends[j].cfg->name, ncfg->backends[i].name) == 0)
-				break;
-		if (j == onb) {
-			backend_rt_init(&nb[i], &ncfg->backends[i]);
-			continue;
-		}
-		nb[i] = e->backends[j];
-		bmap[j] = i;
-		nb[i].cfg = &ncfg->backends[i];
-		breaker_reconfigure(&nb[i].breaker, &ncfg->backends[i].breaker, now);
-		bulkhead_set_max(&nb[i].bulkhead, ncfg->backends[i].max_concurrent);
-		free(nb[i].api_key);
-		nb[i].api_key = NULL;
-		if (ncfg->backends[i].api_key_env && getenv(ncfg->backends[i].api_key_env) &&
-		    *getenv(ncfg->backends[i].api_key_env))
-			nb[i].api_key = xstrdup(getenv(ncfg->backends[i].api_key_env));
-	}
-	for (i = 0, j = ncfg->nbackends; i < onb; i++) {
-		if (bmap[i] >= 0)
-			continue;
-		if (backend_rt_busy(&e->backends[i])) {
-			nb[j] = e->backends[i];
-			bmap[i] = j++;
-		} else {
-			backend_rt_free(&e->backends[i]);
-		}
-	}
-
-	/* Routes: the same by name; live weights kept when the targets did not change. */
-	nnr = ncfg->nroutes;
-	for (i = 0; i < onr; i++)
-		if (config_route(ncfg, e->routes[i].cfg->name) == NULL && e->routes[i].live_calls > 0)
-			nnr++;
-	nr = xcalloc((size_t)MAX(nnr, 1), sizeof *nr);
-	for (i = 0; i < ncfg->nroutes; i++) {
-		const struct route_cfg *rc = &ncfg->routes[i];
-
-		for (j = 0; j < onr; j++)
-			if (rmap[j] < 0 && strcmp(e->routes[j].cfg->name, rc->name) == 0)
-				break;
-		if (j == onr) {
-			route_rt_init(&nr[i], rc);
-			continue;
-		}
-		nr[i] = e->routes[j];
-		rmap[j] = i;
-		if (!same_targets(e->routes[j].cfg, rc) ||
-		    rc->canary_guard.enabled != (nr[i].canary != NULL)) {
-			free(nr[i].weights);
-			nr[i].weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].weights);
-			for (j = 0; j < rc->ntargets; j++)
-				nr[i].weights[j] = rc->targets[j].weight;
-			free(nr[i].canary);
-			nr[i].canary = rc->canary_guard.enabled
-					       ? xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].canary)
-					       : NULL;
-		}
-		nr[i].cfg = rc;
-	}
-	for (i = 0, j = ncfg->nroutes; i < onr; i++) {
-		if (rmap[i] >= 0)
-			continue;
-		if (e->routes[i].live_calls > 0) {
-			nr[j] = e->routes[i];
-			rmap[i] = j++;
-		} else {
-			route_rt_free(&e->routes[i]);
-		}
-	}
-
-	/* Live calls and attempts point into the arrays: move them along. */
-	call_remap_all(e, nr, rmap, nb, bmap);
-
-	free(e->backends);
-	free(e->routes);
-	e->backends = nb;
-	e->routes = nr;
-	e->nbackends = ncfg->nbackends;
-	e->nbackends_all = nnb;
-	e->nroutes = ncfg->nroutes;
-	e->nroutes_all = nnr;
-	for (i = 0; i < e->nbackends_all; i++)
-		engine_bulkhead_wake(e, &e->backends[i]);
-
-	free(e->route_names);
-	e->route_names = xcalloc((size_t)MAX(ncfg->nroutes, 1), sizeof *e->route_names);
-	for (i = 0; i < ncfg->nroutes; i++)
-		e->route_names[i] = ncfg->routes[i].name;
-	h = xcalloc(1, sizeof *h);
-	h->cfg = ncfg;
-	h->next = e->hold;
-	e->hold = h;
-	e->cfg = ncfg;
-	review_q_reconfigure(e, clock_wall_ms());
-	log_set_level(ncfg->log.level);
-	/* The previous configuration goes when its last call ends (maybe now). */
-	h->next->refs++;
-	engine_hold_put(e, h->next);
-
-	snprintf(detail, sizeof detail, "configuration reloaded: %d backends, %d routes",
-		 ncfg->nbackends, ncfg->nroutes);
-	log_info("reload", "%s", detail);
-	engine_event(e, "reload", ncfg->path ? ncfg->path : "config", detail);
-	free(bmap);
-	free(rmap);
-	return 0;
-}
-
-int
-engine_reload_from_disk(struct engine *e, char **cause)
-{
-	struct config *ncfg = NULL;
-	struct tokens *tokens = NULL;
-	int r;
-
-	r = config_load(e->cfg->path, &ncfg, cause);
-	if (r != 0)
-		return r;
-	r = tokens_load(ncfg->tokens_file, &tokens, cause);
-	if (r != 0 && r != -ENOENT) {
-		config_free(ncfg);
-		return r;
-	}
-	if (r == -ENOENT) {
-		free(*cause);
-		*cause = NULL;
-	}
-	{
-		int crt = ncfg->callers_require_token, mp = ncfg->metrics_public;
-
-		/* Tokens change only with a configuration that was applied. */
-		r = engine_reload(e, ncfg, cause);
-		if (r == 0 && e->srv)
-			http_set_auth(e->srv, tokens, crt, mp);
-		else
-			tokens_free(tokens);
-	}
-	return r;
-}

@@ -1,14 +1,18 @@
 #pragma once
 /*
- * engine: the event loop thread. One epoll set drives the HTTP server
- * (libmicrohttpd's epoll descriptor: http_run()), libcurl's multi handle
- * (curl_multi_socket_action), a timer heap (deadlines, backoff, first-byte
- * timers, breaker and cron ticks) and a task queue fed by other threads
- * (signals, notify; engine_post, woken through an eventfd). All runtime state —
- * breakers, bulkheads, health, route levels, calls, the idempotency table —
- * lives here and is touched only on this thread, so none of it is locked.
- * No thread ever waits on an LLM: a call in flight is a curl easy handle
- * plus timers.
+ * engine: the event loop thread and the runtime state it guards. One
+ * epoll set drives one attached source (the HTTP server: engine_source),
+ * libcurl's multi handle (curl_multi_socket_action; a finished transfer
+ * calls the done hook its engine_transfer carries), a timer heap
+ * (deadlines, backoff, first-byte timers, the cron) and a task queue fed
+ * by other threads (engine_post, woken through an eventfd). The cron and
+ * the before-sleep step call hooks the modules registered
+ * (engine_on_tick, engine_on_before_sleep): the loop knows nothing of
+ * calls, jobs, reviews or HTTP. All runtime state — breakers, bulkheads,
+ * health, route levels, the idempotency table — lives here and is touched
+ * only on this thread, so none of it is locked. No thread ever waits on
+ * an LLM: a call in flight is a curl easy handle plus timers. The
+ * composition root (daemon.c) creates the services and wires the hooks.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -16,6 +20,7 @@
 
 #include "breaker.h"
 #include "bulkhead.h"
+#include "canary_guard.h"
 #include "config.h"
 #include "escalation.h"
 #include "health.h"
@@ -47,6 +52,7 @@ struct backend_rt {
 /* Runtime state of one route. */
 struct route_rt {
 	const struct route_cfg *cfg;
+	/* The forced part of the level: written only by control_level_set(). */
 	int forced_level; /* -1: none */
 	char *forced_actor;
 	char *forced_reason;
@@ -91,6 +97,34 @@ struct engine_task {
 	void *arg;
 };
 
+/* A cron hook: once a second on the engine thread, with both clocks read once. */
+typedef void (*engine_tick_fn)(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms);
+
+#define ENGINE_HOOKS_MAX 16
+
+struct engine_hook {
+	engine_tick_fn tick;  /* engine_on_tick */
+	engine_task_fn task;  /* engine_on_before_sleep */
+	void *arg;
+};
+
+/*
+ * The loop's one I/O source besides libcurl: the HTTP server. The loop
+ * watches fd for input and runs a pass (run) when it was readable, when
+ * pending() says answers wait to be written, or when timeout_ms() has
+ * passed; the drain calls quiesce() once and waits until active() is 0
+ * (or a few seconds pass).
+ */
+struct engine_source {
+	int fd;
+	void *arg;
+	void (*run)(void *arg);
+	int64_t (*timeout_ms)(void *arg); /* < 0: no pass needed without I/O */
+	int (*pending)(void *arg);
+	int (*active)(void *arg);
+	void (*quiesce)(void *arg);
+};
+
 /* Exposed in /metrics (api_slo.c). */
 struct engine_counters {
 	uint64_t calls;
@@ -102,7 +136,12 @@ struct engine_counters {
 struct engine {
 	const struct config *cfg; /* the current configuration (== hold->cfg) */
 	struct cfg_hold *hold;	  /* current; older ones follow while calls use them */
-	struct http_server *srv;  /* for reload: tokens and auth flags */
+	struct http_server *srv;  /* set by daemon.c, for reload (tokens); the loop uses src */
+	struct engine_source src; /* the attached source (src.run NULL: none) */
+	struct engine_hook tick_hooks[ENGINE_HOOKS_MAX];
+	int ntick_hooks;
+	struct engine_hook sleep_hooks[ENGINE_HOOKS_MAX];
+	int nsleep_hooks;
 	int nbackends_all;	  /* backends incl. removed ones still in use (after nbackends) */
 	int nroutes_all;
 	struct store *store;
@@ -156,26 +195,30 @@ struct engine {
 	struct engine_counters counters;
 };
 
-/* Create the engine for cfg (consumed: the engine owns and frees it) and st. */
-int engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause);
 /*
- * Apply a new configuration (consumed) on the engine thread: backends and
- * routes are matched by name and keep their breakers, windows, bulkheads,
- * levels and escalation state; live calls finish on the configuration they
- * started with (kept until the last of them ends). The listen address and
- * the database path take effect only at restart (a warning says so).
+ * Create the engine for cfg (consumed: the engine owns and frees it) and
+ * st: the loop, the runtime state of every backend and route, the reader
+ * connection and the row ids. No services: daemon_create() adds them.
  */
-int engine_reload(struct engine *e, struct config *ncfg, char **cause);
-/* Reload from the current configuration file (and the tokens file). 0, or CONFIG_E_* / -errno with *cause. */
-int engine_reload_from_disk(struct engine *e, char **cause);
+int engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause);
+/* Runtime state of a backend / route from its configuration (and back); reload.c uses them too. */
+void engine_backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc);
+void engine_backend_rt_free(struct backend_rt *b);
+void engine_route_rt_init(struct route_rt *rt, const struct route_cfg *rc);
+void engine_route_rt_free(struct route_rt *rt);
+/* Register a cron hook / a before-sleep hook (run in registration order). 0 or -ENOSPC. */
+int engine_on_tick(struct engine *e, engine_tick_fn fn, void *arg);
+int engine_on_before_sleep(struct engine *e, engine_task_fn fn, void *arg);
+/* Run the before-sleep hooks now (the loop does so every turn; daemon_free once more). */
+void engine_before_sleep(struct engine *e);
 /* Take the config hold of a new call / release it when the call is freed. */
 struct cfg_hold *engine_hold_get(struct engine *e);
 void engine_hold_put(struct engine *e, struct cfg_hold *h);
 /* Index of a backend / route by name in the current configuration, -1 when absent. */
 int engine_backend_index(const struct engine *e, const char *name);
-/* Put the HTTP server in the loop (before engine_start): the engine runs MHD. 0 or -errno. */
-int engine_attach_http(struct engine *e, struct http_server *srv);
-/* http.c, for each request it hands to a handler (runs due timers every few). */
+/* Put the source in the loop (before engine_start; src copied). 0, -EBUSY or -errno. */
+int engine_attach_source(struct engine *e, const struct engine_source *src);
+/* The source, for each request it hands to a handler (runs due timers every few). */
 void engine_http_request(struct engine *e);
 /* Start the loop thread. */
 int engine_start(struct engine *e);
@@ -200,8 +243,6 @@ void engine_stop(struct engine *e);
 void engine_free(struct engine *e);
 
 /* Engine-thread helpers used by call.c and the API handlers. */
-int64_t engine_now_ms(const struct engine *e);
-int64_t engine_now_us(const struct engine *e);
 void engine_timer_arm(struct engine *e, struct timer *t, int64_t at_us);
 void engine_timer_cancel(struct engine *e, struct timer *t);
 /*
@@ -212,13 +253,18 @@ void engine_timer_cancel(struct engine *e, struct timer *t);
 CURL *engine_easy_get(struct engine *e);
 void engine_easy_put(struct engine *e, CURL *h);
 int engine_route_index(const struct engine *e, const char *name);
-/* Effective level of route i now (forced, else auto), expiring a forced level whose TTL passed. */
-int engine_route_level(struct engine *e, int i);
-/* Hand free bulkhead slots of b to waiting calls (after its cap was raised). */
-void engine_bulkhead_wake(struct engine *e, struct backend_rt *b);
+/*
+ * Route i's forced level in effect now (-1: none, or its TTL has passed),
+ * and its effective level (forced, else auto). Read-only: the expiry's
+ * write is control_level_tick()'s.
+ */
+int engine_route_forced(const struct engine *e, int i);
+int engine_route_level(const struct engine *e, int i);
 /* Emit breaker transition events for backend b if its breaker moved. */
 void engine_breaker_events(struct engine *e, struct backend_rt *b);
 /* Sync rt->auto_level with its state machine; emits the "level" event of a change. */
 void engine_route_escalation_events(struct engine *e, struct route_rt *rt);
-/* Write an events row (async). */
+/* Write an events row (async), at now / at at_wall_ms. */
 void engine_event(struct engine *e, const char *kind, const char *subject, const char *detail);
+void engine_event_at(struct engine *e, int64_t at_wall_ms, const char *kind, const char *subject,
+		     const char *detail);

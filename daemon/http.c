@@ -34,11 +34,9 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "api_slo.h"
 #include "engine.h"
 #include "jsonutil.h"
 #include "log.h"
-#include "review_q.h"
 
 enum req_state { REQ_READING = 0, REQ_TOO_BIG, REQ_DISPATCHED, REQ_DONE, REQ_QUEUED, REQ_ORPHANED };
 
@@ -57,6 +55,8 @@ struct http_server {
 	int active;	       /* requests between arrival and MHD's completion */
 	int resumed;	       /* connections resumed since the last http_run() */
 	int epfd;	       /* MHD's epoll descriptor (in the engine's set) */
+	const struct endpoint *const *tables; /* borrowed (http_opts.tables) */
+	int ntables;
 };
 
 struct http_stream {
@@ -65,14 +65,6 @@ struct http_stream {
 	int ended;	     /* http_stream_end() ran */
 	int gone;	     /* MHD completed the request (client left or all sent) */
 	int suspended;	     /* the reader suspended the connection for lack of data */
-};
-
-static const struct endpoint *const endpoint_tables[] = {
-	api_call_endpoints,
-	api_control_endpoints,
-	api_review_endpoints,
-	api_chat_endpoints,
-	api_slo_endpoints,
 };
 
 static enum http_method
@@ -168,13 +160,13 @@ fail:
 static int
 endpoint_find(struct http_req *r, const struct endpoint **out, char *allow, size_t allowlen)
 {
-	size_t t;
+	int t;
 	const struct endpoint *e;
 	int path_seen = 0;
 
 	allow[0] = '\0';
-	for (t = 0; t < ARRAY_SIZE(endpoint_tables); t++) {
-		for (e = endpoint_tables[t]; e->pattern != NULL; e++) {
+	for (t = 0; t < r->srv->ntables; t++) {
+		for (e = r->srv->tables[t]; e->pattern != NULL; e++) {
 			if (!pattern_match(e->pattern, r->url, NULL))
 				continue;
 			path_seen = 1;
@@ -704,6 +696,8 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	s = xcalloc(1, sizeof *s);
 	pthread_mutex_init(&s->lock, NULL);
 	s->engine = e;
+	s->tables = o->tables;
+	s->ntables = o->ntables;
 	s->max_body_bytes = o->max_body_bytes;
 	s->callers_require_token = o->callers_require_token;
 	s->metrics_public = o->metrics_public;
@@ -838,4 +832,48 @@ http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token
 	s->metrics_public = metrics_public;
 	pthread_mutex_unlock(&s->lock);
 	tokens_free(old);
+}
+
+static void
+src_run(void *arg)
+{
+	http_run(arg);
+}
+
+static int64_t
+src_timeout_ms(void *arg)
+{
+	return http_timeout_ms(arg);
+}
+
+static int
+src_pending(void *arg)
+{
+	return http_pending(arg);
+}
+
+static int
+src_active(void *arg)
+{
+	return http_active(arg);
+}
+
+static void
+src_quiesce(void *arg)
+{
+	http_quiesce(arg);
+}
+
+void
+http_engine_source(struct http_server *s, struct engine_source *src)
+{
+	*src = (struct engine_source){
+		.fd = http_epoll_fd(s),
+		.arg = s,
+		.run = src_run,
+		.timeout_ms = src_timeout_ms,
+		.pending = src_pending,
+		.active = src_active,
+		.quiesce = src_quiesce,
+	};
 }

@@ -54,10 +54,16 @@ struct endpoint {
 	http_handler handler;
 };
 
-/* The endpoint tables exported by the api_*.c files. */
+/*
+ * The endpoint tables exported by the api_*.c files. http.c knows none of
+ * them: the composition root hands them over (http_opts.tables), so the
+ * handlers may call http_respond() without a cycle.
+ */
 extern const struct endpoint api_call_endpoints[];
 extern const struct endpoint api_control_endpoints[];
 extern const struct endpoint api_chat_endpoints[];
+extern const struct endpoint api_review_endpoints[];
+extern const struct endpoint api_slo_endpoints[];
 
 struct http_req {
 	struct MHD_Connection *conn;
@@ -99,6 +105,8 @@ struct http_opts {
 	int callers_require_token;
 	int metrics_public;
 	struct tokens *tokens; /* consumed (the server frees it); NULL: no tokens, control plane closed */
+	const struct endpoint *const *tables; /* searched in order; borrowed, must outlive the server */
+	int ntables;
 };
 
 int http_start(const struct http_opts *o, struct engine *e, struct http_server **out, char **cause);
@@ -117,6 +125,9 @@ void http_run(struct http_server *s);
 /* ms until MHD needs http_run() again even without I/O (0: now; -1: no need). */
 int64_t http_timeout_ms(struct http_server *s);
 void http_stop(struct http_server *s);
+/* The server as the engine loop's source (engine_attach_source): run, timeouts, drain. */
+struct engine_source;
+void http_engine_source(struct http_server *s, struct engine_source *src);
 /* Replace the tokens (consumed; the old ones are freed) and auth flags after a reload. Thread-safe. */
 void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
 		   int metrics_public);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
@@ -268,8 +269,8 @@ job_call_req(const struct job *jb, int route, struct call_req *cr)
 	if (cr->input == NULL && cr->messages == NULL)
 		cr->input = xstrdup("");
 	v = cJSON_GetObjectItemCaseSensitive(o, "budget_ms");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 1)
-		cr->caller_budget_ms = (int64_t)v->valuedouble;
+	if (budget_caller_parse(NULL, v, &cr->caller_budget_ms, NULL) != 0)
+		cr->caller_budget_ms = 0;
 	v = cJSON_GetObjectItemCaseSensitive(o, "allow_llm");
 	if (cJSON_IsBool(v))
 		cr->allow_llm = cJSON_IsTrue(v);
@@ -367,8 +368,8 @@ load_row(void *arg, sqlite3_stmt *row)
 	jb->body = xstrdup(body ? body : "{}");
 	jb->tries = sqlite3_column_int(row, 5);
 	jb->created_at = sqlite3_column_int64(row, 6);
-	jb->state = JOB_QUEUED;
-	j->nqueued++;
+	jb->state = JOB_ACCEPTING; /* read back from the table: queued from here */
+	job_set_state(j, jb, JOB_QUEUED);
 	lc->loaded++;
 	if (strcmp(state, "running") == 0) {
 		/* Interrupted by a crash: run it again (at least once upstream). */
@@ -394,10 +395,8 @@ jobs_load(struct jobs *j, int n)
 	char *cause = NULL;
 	int r;
 
-	r = store_reader_query(j->e->reader,
-			       "SELECT id, request_id, route, state, body, tries, created_at FROM jobs "
-			       "WHERE state IN ('queued', 'running') AND id > ?1 ORDER BY id LIMIT ?2",
-			       v, (int)ARRAY_SIZE(v), load_row, &lc, &cause);
+	r = store_reader_run(j->e->reader, STORE_Q_JOBS_QUEUED, v, (int)ARRAY_SIZE(v), load_row,
+			     &lc, &cause);
 	if (r != 0) {
 		log_error("jobs", "cannot read queued jobs: %s", cause ? cause : "?");
 		free(cause);
@@ -422,9 +421,7 @@ jobs_new(struct engine *e, struct jobs **out, char **cause)
 	if (env && parse_int64(env, &n) == 0 && n >= 2 && n <= 10000000)
 		j->mem_max = (int)n;
 	timer_init(&j->tick, "jobs", tick_fire, j);
-	j->nspilled = store_reader_int(e->reader,
-				       "SELECT count(*) FROM jobs WHERE state IN ('queued', 'running')",
-				       NULL, 0, -1);
+	j->nspilled = store_reader_run_int(e->reader, STORE_Q_JOBS_QUEUED_COUNT, NULL, 0, -1);
 	if (j->nspilled < 0 || jobs_load(j, j->mem_max) < 0) {
 		*cause = xstrdup("jobs: cannot read the queued jobs");
 		jobs_free(j);
@@ -492,9 +489,7 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 		*state = job_state_names[jb->state];
 		return 0;
 	}
-	store_reader_query(j->e->reader,
-			   "SELECT route, state, response FROM jobs WHERE request_id = ?1", v, 1,
-			   state_row, &sc, &cause);
+	store_reader_run(j->e->reader, STORE_Q_JOB_STATE, v, 1, state_row, &sc, &cause);
 	free(cause);
 	if (sc.state == NULL)
 		goto out;
@@ -541,8 +536,7 @@ job_accepted(struct engine *e, void *arg, int rc, int64_t rowid, const char *cau
 		job_unlink(j, jb);
 	} else if (rc == 0) {
 		jb->id = rowid;
-		jb->state = JOB_QUEUED;
-		j->nqueued++;
+		job_set_state(j, jb, JOB_QUEUED);
 		j->last_id = MAX(j->last_id, rowid);
 	} else {
 		log_error("jobs", "%s: the job could not be stored: %s", jb->request_id,

@@ -16,9 +16,11 @@
 #include <curl/curl.h>
 
 #include "config.h"
+#include "daemon.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
+#include "reload.h"
 #include "store.h"
 #include "tokens.h"
 #include "util.h"
@@ -95,7 +97,7 @@ reload_task(struct engine *e, void *arg)
 {
 	char *cause = NULL;
 
-	if (engine_reload_from_disk(e, &cause) != 0)
+	if (reload_from_disk(e, &cause) != 0)
 		log_error("main", "SIGHUP: configuration refused, keeping the running one:\n%s",
 			  cause ? cause : "");
 	free(cause);
@@ -197,7 +199,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	live = cfg;
-	r = engine_create(cfg, st, &eng, &cause);
+	r = daemon_create(cfg, st, &eng, &cause);
 	cfg = NULL; /* the engine owns it now, also on failure */
 	if (r != 0) {
 		log_error("main", "%s", cause ? cause : "engine failed");
@@ -211,6 +213,7 @@ main(int argc, char **argv)
 	ho.conn_timeout_s = 30;
 	ho.callers_require_token = live->callers_require_token;
 	ho.metrics_public = live->metrics_public;
+	daemon_http_endpoints(&ho);
 	ho.tokens = tokens;
 	tokens = NULL; /* the HTTP server owns them */
 	r = http_start(&ho, eng, &srv, &cause);
@@ -219,7 +222,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	/* The engine thread runs the HTTP server too (one loop, no hand-over). */
-	r = engine_attach_http(eng, srv);
+	r = daemon_attach_http(eng, srv);
 	if (r != 0) {
 		log_error("main", "cannot watch the HTTP server: %s", strerror(-r));
 		goto out;
@@ -249,7 +252,7 @@ main(int argc, char **argv)
 	rc = 0;
 out:
 	http_stop(srv);
-	engine_free(eng);
+	daemon_free(eng);
 	store_close(st);
 	tokens_free(tokens);
 	config_free(cfg);

@@ -22,9 +22,9 @@
  * daemon was down is reported once after the restart and none twice (bar
  * the last un-committed batch of a crash, and events pruned by retention).
  *
- * Thread: the engine thread, except review_q_load() (engine_create, before
- * the loop starts). The pure functions at the top take everything as
- * arguments.
+ * Thread: the engine thread, except review_q_load() (daemon_create, before
+ * the loop starts). The pure policy (names, transitions, counts, the
+ * overflow decision) is core/review.c.
  */
 #include "review_q.h"
 
@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "control.h"
 #include "engine.h"
 #include "log.h"
 #include "util.h"
@@ -50,182 +51,6 @@ struct review_q {
 	int *over_noted;	      /* the KEEP event was written in this over-capacity episode */
 	int64_t overdue_mark;	      /* due_at up to which overdue items were reported */
 };
-
-static const char *const review_state_names[REVIEW_STATE__COUNT] = {
-	[REVIEW_PENDING] = "pending",	[REVIEW_CLAIMED] = "claimed",
-	[REVIEW_APPROVED] = "approved", [REVIEW_CORRECTED] = "corrected",
-	[REVIEW_REJECTED] = "rejected",
-};
-
-static const char *const review_action_names[REVIEW_ACTION__COUNT] = {
-	[REVIEW_CLAIM] = "claim",
-	[REVIEW_APPROVE] = "approve",
-	[REVIEW_CORRECT] = "correct",
-	[REVIEW_REJECT] = "reject",
-};
-
-/* ---- pure ---------------------------------------------------------------- */
-
-const char *
-review_state_name(enum review_state s)
-{
-	if ((int)s < 0 || s >= REVIEW_STATE__COUNT)
-		return NULL;
-	return review_state_names[s];
-}
-
-int
-review_state_parse(const char *name, enum review_state *out)
-{
-	int i;
-
-	for (i = 0; name != NULL && i < REVIEW_STATE__COUNT; i++) {
-		if (strcmp(name, review_state_names[i]) == 0) {
-			*out = (enum review_state)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-const char *
-review_action_name(enum review_action a)
-{
-	if ((int)a < 0 || a >= REVIEW_ACTION__COUNT)
-		return NULL;
-	return review_action_names[a];
-}
-
-int
-review_action_parse(const char *name, enum review_action *out)
-{
-	int i;
-
-	for (i = 0; name != NULL && i < REVIEW_ACTION__COUNT; i++) {
-		if (strcmp(name, review_action_names[i]) == 0) {
-			*out = (enum review_action)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-int
-review_priority_parse(const char *name, enum priority *out)
-{
-	int i;
-
-	for (i = 0; name != NULL && i < PRIORITY__COUNT; i++) {
-		if (strcmp(name, priority_name((enum priority)i)) == 0) {
-			*out = (enum priority)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-int
-review_state_decided(enum review_state s)
-{
-	return s == REVIEW_APPROVED || s == REVIEW_CORRECTED || s == REVIEW_REJECTED;
-}
-
-int
-review_transition(enum review_state from, const char *holder, const char *actor,
-		  enum review_action act, enum review_state *to)
-{
-	static const enum review_state verdict_state[REVIEW_ACTION__COUNT] = {
-		[REVIEW_CLAIM] = REVIEW_CLAIMED,
-		[REVIEW_APPROVE] = REVIEW_APPROVED,
-		[REVIEW_CORRECT] = REVIEW_CORRECTED,
-		[REVIEW_REJECT] = REVIEW_REJECTED,
-	};
-	int r = 0;
-
-	if ((int)act < 0 || act >= REVIEW_ACTION__COUNT || (int)from < 0 ||
-	    from >= REVIEW_STATE__COUNT) {
-		r = -EINVAL;
-		goto out;
-	}
-	if (review_state_decided(from)) {
-		r = REVIEW_Q_E_DECIDED;
-		goto out;
-	}
-	if (from == REVIEW_CLAIMED &&
-	    (holder == NULL || actor == NULL || strcmp(holder, actor) != 0)) {
-		r = REVIEW_Q_E_CLAIMED;
-		goto out;
-	}
-	*to = verdict_state[act];
-out:
-	return r;
-}
-
-enum priority
-review_priority_for(const struct review_cfg *rv, const char *reason)
-{
-	if (reason != NULL && strcmp(reason, "manual") == 0)
-		return PRIORITY_HIGH;
-	return rv->priority;
-}
-
-int64_t
-review_due_at(const struct review_cfg *rv, enum priority prio, int64_t created_ms)
-{
-	if ((int)prio < 0 || prio >= PRIORITY__COUNT)
-		prio = PRIORITY_MEDIUM;
-	return created_ms + (int64_t)rv->sla_s[prio] * 1000;
-}
-
-int
-review_is_overdue(enum review_state s, int64_t due_ms, int64_t now_ms)
-{
-	return (s == REVIEW_PENDING || s == REVIEW_CLAIMED) && due_ms <= now_ms;
-}
-
-void
-review_counts_move(struct review_counts *c, enum priority p, enum review_state from,
-		   enum review_state to)
-{
-	if ((int)p < 0 || p >= PRIORITY__COUNT || from == to)
-		return;
-	if (from == REVIEW_PENDING)
-		c->pending[p]--;
-	else if (from == REVIEW_CLAIMED)
-		c->claimed[p]--;
-	if (to == REVIEW_PENDING)
-		c->pending[p]++;
-	else if (to == REVIEW_CLAIMED)
-		c->claimed[p]++;
-	if ((from == REVIEW_PENDING || from == REVIEW_CLAIMED) && review_state_decided(to))
-		c->open--;
-	else if ((from == REVIEW_STATE__COUNT || review_state_decided(from)) &&
-		 (to == REVIEW_PENDING || to == REVIEW_CLAIMED))
-		c->open++;
-}
-
-void
-review_overflow_plan(const struct review_overflow_in *in, struct review_overflow_plan *out)
-{
-	int over = in->open > in->capacity;
-
-	out->act = REVIEW_OVERFLOW_NONE;
-	out->accept = 0;
-	if (in->forced_by_us) {
-		/* released below capacity, or at once when the policy is no longer force_l2 */
-		if (in->open < in->capacity || in->policy != OVERFLOW_FORCE_L2)
-			out->act = REVIEW_OVERFLOW_RELEASE_L2;
-		return;
-	}
-	if (!over)
-		return;
-	if (in->policy == OVERFLOW_AUTO_ACCEPT_LOW) {
-		out->accept = MIN(in->open - in->capacity, in->low_pending);
-		out->act = out->accept > 0 ? REVIEW_OVERFLOW_ACCEPT_LOW : REVIEW_OVERFLOW_KEEP;
-		return;
-	}
-	out->act = in->forced_by_op ? REVIEW_OVERFLOW_KEEP : REVIEW_OVERFLOW_FORCE_L2;
-}
 
 /* ---- items --------------------------------------------------------------- */
 
@@ -322,9 +147,7 @@ review_q_get(struct engine *e, int64_t id, struct review_item *out, char **cause
 	int r;
 
 	memset(out, 0, sizeof *out);
-	r = store_reader_query(e->reader,
-			       "SELECT " REVIEW_ITEM_COLUMNS " FROM reviews WHERE id = ?1", v, 1,
-			       item_row, &ir, cause);
+	r = store_reader_run(e->reader, STORE_Q_REVIEW_GET, v, 1, item_row, &ir, cause);
 	if (r != 0) {
 		r = REVIEW_Q_E_STORE;
 		goto out;
@@ -542,47 +365,41 @@ review_event(struct engine *e, int64_t now, const char *kind, const char *subjec
 }
 
 /*
- * Force route rt to level 2 as review_overflow (level < 0: release). The
- * forced-level fields are written as control.c writes them; the force is
- * not persisted in overrides: review_q_load() re-derives it from the
- * counts at start.
+ * Force route rt to level 2 as review_overflow (level < 0: release),
+ * through control_level_set() like every forced level. The force is not
+ * persisted in overrides: review_q_load() re-derives it from the counts
+ * at start.
  */
 static void
 overflow_force_level(struct engine *e, int route, int level, int open, int capacity, int64_t now)
 {
 	struct route_rt *rt = &e->routes[route];
 	const char *name = rt->cfg->name;
-	char reason[128], detail[256];
+	char reason[128], detail[256], level_detail[256];
 	int old = engine_route_level(e, route);
+	struct control_level lv = { .level = -1, .detail = level_detail };
 
-	free(rt->forced_actor);
-	free(rt->forced_reason);
-	rt->forced_actor = rt->forced_reason = NULL;
-	rt->forced_until_wall = 0;
 	if (level >= 0) {
 		snprintf(reason, sizeof reason, "review queue over capacity (%d > %d)", open,
 			 capacity);
-		rt->forced_level = level;
-		rt->forced_actor = xstrdup(REVIEW_OVERFLOW_ACTOR);
-		rt->forced_reason = xstrdup(reason);
-		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s: %s", old, level,
-			 REVIEW_OVERFLOW_ACTOR, reason);
-		review_event(e, now, "level", name, detail);
+		snprintf(level_detail, sizeof level_detail, "L%d -> forced L%d by %s: %s", old,
+			 level, REVIEW_OVERFLOW_ACTOR, reason);
+		lv = (struct control_level){ level, REVIEW_OVERFLOW_ACTOR, reason, 0, level_detail };
 		snprintf(detail, sizeof detail,
 			 "queue over capacity (%d > %d): route forced to L%d", open, capacity,
 			 level);
 	} else {
-		rt->forced_level = -1;
 		if (rt->cfg->review.overflow != OVERFLOW_FORCE_L2)
 			snprintf(reason, sizeof reason, "review overflow policy is no longer force_l2");
 		else
 			snprintf(reason, sizeof reason, "review queue below capacity (%d < %d)", open,
 				 capacity);
-		snprintf(detail, sizeof detail, "forced L%d -> auto L%d (released by %s: %s)", old,
-			 rt->auto_level, REVIEW_OVERFLOW_ACTOR, reason);
-		review_event(e, now, "level", name, detail);
+		snprintf(level_detail, sizeof level_detail,
+			 "forced L%d -> auto L%d (released by %s: %s)", old, rt->auto_level,
+			 REVIEW_OVERFLOW_ACTOR, reason);
 		snprintf(detail, sizeof detail, "%s: forced level released", reason);
 	}
+	control_level_set(e, route, &lv, CONTROL_EVENT_WRITE, now);
 	review_event(e, now, "review_overflow", name, detail);
 	log_warn("review", "route %s: %s", name, detail);
 }
@@ -626,10 +443,8 @@ overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, 
 	char note[128];
 	int i, r;
 
-	r = store_reader_query(e->reader,
-			       "SELECT id FROM reviews WHERE route = ?1 AND state = 'pending' AND "
-			       "priority = ?2 ORDER BY created_at, id LIMIT ?3",
-			       v, (int)ARRAY_SIZE(v), id_row, &l, cause);
+	r = store_reader_run(e->reader, STORE_Q_REVIEW_OVERFLOW, v, (int)ARRAY_SIZE(v), id_row, &l,
+			     cause);
 	if (r != 0) {
 		r = REVIEW_Q_E_STORE;
 		goto out;
@@ -909,10 +724,7 @@ alert_firing_in_db(struct engine *e, const char *rule, const char *route)
 {
 	struct store_val v[] = { SVT(rule), SVT(route) };
 
-	return store_reader_int(e->reader,
-				"SELECT state = 'firing' FROM alerts WHERE rule = ?1 AND route = ?2 "
-				"ORDER BY id DESC LIMIT 1",
-				v, 2, 0) == 1;
+	return store_reader_run_int(e->reader, STORE_Q_ALERT_FIRING, v, 2, 0) == 1;
 }
 
 static void
@@ -953,21 +765,16 @@ review_q_tick(struct engine *e, int64_t now_wall_ms)
 	if (open > 0 && now_wall_ms > q->overdue_mark) {
 		struct store_val v[] = { SVI(q->overdue_mark), SVI(now_wall_ms) };
 
-		if (store_reader_query(e->reader,
-				       "SELECT id, route, priority, reason, due_at FROM reviews "
-				       "WHERE state IN ('pending', 'claimed') AND due_at > ?1 AND "
-				       "due_at <= ?2 ORDER BY due_at, id",
-				       v, (int)ARRAY_SIZE(v), overdue_row, &s, &cause) != 0)
+		if (store_reader_run(e->reader, STORE_Q_REVIEW_NEWLY_OVERDUE, v, (int)ARRAY_SIZE(v),
+				     overdue_row, &s, &cause) != 0)
 			goto out;
 		q->overdue_mark = now_wall_ms;
 	}
 	if (open > 0) {
 		struct store_val v[] = { SVI(now_wall_ms) };
 
-		if (store_reader_query(e->reader,
-				       "SELECT route, count(*) FROM reviews WHERE state IN "
-				       "('pending', 'claimed') AND due_at <= ?1 GROUP BY route",
-				       v, 1, overdue_count_row, &s, &cause) != 0)
+		if (store_reader_run(e->reader, STORE_Q_REVIEW_OVERDUE_BY_ROUTE, v, 1,
+				     overdue_count_row, &s, &cause) != 0)
 			goto out;
 	}
 	if (now_wall_ms > q->overdue_mark)
@@ -1024,10 +831,8 @@ count_row(void *arg, sqlite3_stmt *row)
 static int
 review_q_count(struct engine *e, struct review_q *q, char **cause)
 {
-	if (store_reader_query(e->reader,
-			       "SELECT route, priority, state, count(*) FROM reviews WHERE state "
-			       "IN ('pending', 'claimed') GROUP BY route, priority, state",
-			       NULL, 0, count_row, q, cause) != 0)
+	if (store_reader_run(e->reader, STORE_Q_REVIEW_OPEN_COUNTS, NULL, 0, count_row, q, cause) !=
+	    0)
 		return REVIEW_Q_E_STORE;
 	return 0;
 }
@@ -1063,8 +868,7 @@ review_q_load(struct engine *e, char **cause)
 
 	if ((r = review_q_count(e, q, cause)) != 0)
 		goto out;
-	q->overdue_mark = store_reader_int(
-		e->reader, "SELECT coalesce(max(at), 0) FROM events WHERE kind = ?1", v, 1, 0);
+	q->overdue_mark = store_reader_run_int(e->reader, STORE_Q_EVENT_LAST_AT, v, 1, 0);
 	review_q_install(e, q, clock_wall_ms());
 	q = NULL;
 out:

@@ -6,47 +6,18 @@
  * engine_commit_later, decisions with store_commit_now). The
  * queue keeps per-route open counts in memory (loaded at start), applies
  * the route's capacity overflow policy and reports items that pass their
- * SLA. Engine thread only, except review_q_load() (engine_create, before
- * the loop starts) and the pure functions, which any thread may call.
+ * SLA. Engine thread only, except review_q_load() (daemon_create, before
+ * the loop starts). Its pure policy is core/review.h.
  */
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
 
 #include "config.h"
-#include "http.h"
+#include "review.h"
 #include "store.h"
 
 struct engine;
-
-enum review_q_e {
-	REVIEW_Q_E_NOT_FOUND = 1, /* no item with that id */
-	REVIEW_Q_E_CLAIMED,	  /* claimed by another operator (HTTP 409) */
-	REVIEW_Q_E_DECIDED,	  /* already approved, corrected or rejected (HTTP 409) */
-	REVIEW_Q_E_STORE,	  /* the store refused the change; *cause says why */
-};
-
-/* pending → claimed → approved | corrected | rejected (pending may be decided directly). */
-enum review_state {
-	REVIEW_PENDING = 0,
-	REVIEW_CLAIMED,
-	REVIEW_APPROVED,
-	REVIEW_CORRECTED,
-	REVIEW_REJECTED,
-	REVIEW_STATE__COUNT
-};
-
-/* What an operator (or the overflow policy) does to an item. */
-enum review_action {
-	REVIEW_CLAIM = 0,
-	REVIEW_APPROVE, /* the verdicts: "approve", "correct", "reject" */
-	REVIEW_CORRECT,
-	REVIEW_REJECT,
-	REVIEW_ACTION__COUNT
-};
-
-/* The actor of automatic decisions and forced levels made by the overflow policy. */
-#define REVIEW_OVERFLOW_ACTOR "review_overflow"
 
 /* An item as stored (one reviews row). Strings owned; JSON columns as text. */
 struct review_item {
@@ -99,91 +70,7 @@ struct review_change {
 	const char *why;    /* for the log line */
 };
 
-/* Per-route open items. */
-struct review_counts {
-	int pending[PRIORITY__COUNT];
-	int claimed[PRIORITY__COUNT];
-	int open;    /* pending + claimed, all priorities */
-	int overdue; /* open items past due_at at the last tick */
-	int alert_overdue;  /* the review_overdue alert of the route is firing */
-	int alert_overflow; /* the review_overflow alert of the route is firing */
-	int alerts_loaded;  /* the two flags were read back from the alerts table */
-};
-
-/* What the overflow policy does now (review_overflow_plan). */
-enum review_overflow_act {
-	REVIEW_OVERFLOW_NONE = 0,
-	REVIEW_OVERFLOW_ACCEPT_LOW, /* approve `accept` low pending items, oldest first */
-	REVIEW_OVERFLOW_KEEP,	    /* over capacity, nothing to do: keep all, say so once */
-	REVIEW_OVERFLOW_FORCE_L2,   /* force the route to level 2 */
-	REVIEW_OVERFLOW_RELEASE_L2, /* lift the level-2 force this policy set */
-};
-
-struct review_overflow_in {
-	enum overflow policy;
-	int capacity;
-	int open;	  /* open items of the route */
-	int low_pending;  /* of which pending with priority low */
-	int forced_by_us; /* the route's forced level is ours (actor review_overflow) */
-	int forced_by_op; /* an operator's forced level is in force */
-};
-
-struct review_overflow_plan {
-	enum review_overflow_act act;
-	int accept; /* ACCEPT_LOW: how many */
-};
-
 struct review_q;
-
-/* ---- pure: no I/O, no clock (time is an argument) ---- */
-
-/* "pending", "claimed", "approved", "corrected", "rejected"; NULL when out of range. */
-const char *review_state_name(enum review_state s);
-/* 0 and *out, or -EINVAL for an unknown name. */
-int review_state_parse(const char *name, enum review_state *out);
-/* "claim", "approve", "correct", "reject"; NULL when out of range. */
-const char *review_action_name(enum review_action a);
-int review_action_parse(const char *name, enum review_action *out);
-/* 0 or -EINVAL ("high", "medium", "low"). */
-int review_priority_parse(const char *name, enum priority *out);
-/* 1 for approved, corrected, rejected. */
-int review_state_decided(enum review_state s);
-
-/*
- * The review item state machine. holder is the item's reviewer while it is
- * claimed (NULL otherwise); actor is who acts. Returns 0 with *to set
- * (*to == from when nothing changes: a claim by the holder), or
- * REVIEW_Q_E_DECIDED (the item is already decided) or REVIEW_Q_E_CLAIMED
- * (claimed by someone else). -EINVAL for an action out of range.
- */
-int review_transition(enum review_state from, const char *holder, const char *actor,
-		      enum review_action act, enum review_state *to);
-
-/* Priority of a new item: "manual" items are high, the rest the route's review.priority. */
-enum priority review_priority_for(const struct review_cfg *rv, const char *reason);
-/* due_at of an item created at created_ms: created + sla_s[prio] seconds. */
-int64_t review_due_at(const struct review_cfg *rv, enum priority prio, int64_t created_ms);
-/* 1 when an item in state s due at due_ms is overdue at now_ms (open and due_ms <= now_ms). */
-int review_is_overdue(enum review_state s, int64_t due_ms, int64_t now_ms);
-/*
- * Move one item of priority p from state `from` to `to` in c (open,
- * pending and claimed stay consistent; a decided state leaves the queue).
- * from == REVIEW_STATE__COUNT means "new item".
- */
-void review_counts_move(struct review_counts *c, enum priority p, enum review_state from,
-			enum review_state to);
-/*
- * The overflow decision. The queue is over capacity when open > capacity.
- * auto_accept_low: accept min(open - capacity, low_pending) items
- * (ACCEPT_LOW), or KEEP when there is none to accept. force_l2: FORCE_L2
- * when over capacity and no forced level is in force; KEEP when an
- * operator's forced level is (it is left alone); RELEASE_L2 when our force
- * is in place and open has fallen below capacity (open < capacity: one
- * item of hysteresis, so the route does not flap on every enqueue), or at
- * once when the route's policy is no longer force_l2 (after a reload).
- * Otherwise NONE. Items are never dropped.
- */
-void review_overflow_plan(const struct review_overflow_in *in, struct review_overflow_plan *out);
 
 /* ---- the queue (engine thread) ---- */
 
@@ -192,7 +79,7 @@ void review_overflow_plan(const struct review_overflow_in *in, struct review_ove
  * reviews table (read through e->reader), the overdue watermark from the
  * last review_overdue event, then the overflow policy of every route is
  * applied once (a restart with a smaller capacity acts at once). Call from
- * engine_create() after e->routes and e->reader are set (and after
+ * daemon_create() after e->routes and e->reader are set (and after
  * control_restore(), so that an operator's forced level is known). 0, or
  * REVIEW_Q_E_STORE with *cause (caller frees); e->review_q is then unset.
  */
@@ -239,14 +126,9 @@ int review_q_open(const struct engine *e, int route);
 void review_q_counts(const struct engine *e, int route, struct review_counts *out);
 
 /*
- * The reviews columns review_item_from_row() reads, in its order, for
- * "SELECT " REVIEW_ITEM_COLUMNS " FROM reviews ...".
+ * Fill *it (strings new) from a row of STORE_Q_REVIEW_GET, _REVIEW_LIST_* or _REVIEW_EXPORT
+ * (db/store.c's STORE_REVIEW_COLUMNS, in its order). 0, or -EINVAL (bad state/priority).
  */
-#define REVIEW_ITEM_COLUMNS                                                                        \
-	"id, route, request_id, call_id, priority, reason, state, created_at, due_at, input, "     \
-	"raw_output, result, confidence, alt_result, reviewer, verdict, corrected_result, note, "  \
-	"decided_at, callback_url"
-/* Fill *it (strings new) from a row of REVIEW_ITEM_COLUMNS. 0, or -EINVAL (bad state/priority). */
 int review_item_from_row(sqlite3_stmt *row, struct review_item *it);
 /* A JSON column as a value: null for NULL, the parsed JSON, or the text as a string. New tree. */
 cJSON *review_json_value(const char *text);
@@ -279,10 +161,3 @@ int review_q_overflow(struct engine *e, int route, int64_t now_wall_ms, char **c
 struct review_q *review_q_new(const struct config *cfg);
 /* Counts of route i in q (tests); NULL for a bad index. */
 const struct review_counts *review_q_route_counts(const struct review_q *q, int route);
-
-/*
- * The review endpoints (api_review.c): GET /v1/reviews,
- * GET /v1/reviews/export, GET /v1/reviews/{id}, POST /v1/reviews/{id}/claim,
- * POST /v1/reviews/{id}/decision. Export comes before {id} in the table.
- */
-extern const struct endpoint api_review_endpoints[];

@@ -1,10 +1,10 @@
 /*
- * canary: the rollback decision and the windows, with literals.
+ * canary_guard: the rollback decision and the windows, with literals.
  */
 #include <check.h>
 #include <string.h>
 
-#include "canary.h"
+#include "canary_guard.h"
 
 static struct canary_guard_cfg
 guard(void)
