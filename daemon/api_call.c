@@ -160,7 +160,9 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 
 			if (!cJSON_IsString(role) || !cJSON_IsString(content)) {
 				snprintf(msg, msglen,
-					 "messages[%d]: must be an object with string role and content", i);
+					 "messages[%d]: must be an object with string role and "
+					 "content",
+					 i);
 				goto out;
 			}
 			i++;
@@ -340,9 +342,9 @@ handle_call(struct http_req *r, struct engine *e)
 		}
 		/* Not in memory: an older answer may still be on disk. */
 		{
-			struct store_val v[] = { SVT(e->routes[route].cfg->name), SVT(cr.request_id),
-						 SVI(clock_wall_ms() -
-						     (int64_t)e->cfg->idempotency_ttl_s * 1000) };
+			struct store_val v[] = {
+				SVT(e->routes[route].cfg->name), SVT(cr.request_id),
+				SVI(clock_wall_ms() - (int64_t)e->cfg->idempotency_ttl_s * 1000)};
 			char *stored = NULL, *cause = NULL;
 
 			if (store_reader_run_text(e->reader, STORE_Q_CALL_REPLAY, v, 3, &stored,
@@ -413,10 +415,10 @@ handle_request_get(struct http_req *r, struct engine *e)
 		goto send;
 	}
 	{
-		struct store_val v[] = { SVT(id) };
+		struct store_val v[] = {SVT(id)};
 
-		if (store_reader_run_text(e->reader, STORE_Q_CALL_ROUTE, v, 1, &route,
-					  &cause) != 0 ||
+		if (store_reader_run_text(e->reader, STORE_Q_CALL_ROUTE, v, 1, &route, &cause) !=
+			    0 ||
 		    route == NULL) {
 			free(cause);
 			http_respond_error(r, 404, "unknown_request", "no request \"%s\"", id);
@@ -455,8 +457,8 @@ handle_healthz(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_call_endpoints[] = {
-	{ HTTP_POST, "/v1/routes/{}/call", ACCESS_DATA, handle_call },
-	{ HTTP_GET, "/v1/requests/{}", ACCESS_DATA, handle_request_get },
-	{ HTTP_GET, "/healthz", ACCESS_OPEN, handle_healthz },
-	{ 0, NULL, 0, NULL },
+	{HTTP_POST, "/v1/routes/{}/call", ACCESS_DATA, handle_call},
+	{HTTP_GET, "/v1/requests/{}", ACCESS_DATA, handle_request_get},
+	{HTTP_GET, "/healthz", ACCESS_OPEN, handle_healthz},
+	{0, NULL, 0, NULL},
 };

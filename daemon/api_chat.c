@@ -160,12 +160,13 @@ chat_done(struct call *c, const struct call_answer *a, void *arg)
 	if (x->stream) {
 		if (a->http_status >= 300 || a->stream_error[0]) {
 			char line[512];
-			int n = snprintf(line, sizeof line,
-					 "data: {\"error\":{\"message\":\"%s\",\"type\":\"server_error\","
-					 "\"code\":\"%s\"}}\n\n",
-					 a->http_status >= 300 ? "every rung of the ladder failed"
-							       : "the upstream stream was cut short",
-					 a->http_status >= 300 ? "exhausted" : a->stream_error);
+			int n = snprintf(
+				line, sizeof line,
+				"data: {\"error\":{\"message\":\"%s\",\"type\":\"server_error\","
+				"\"code\":\"%s\"}}\n\n",
+				a->http_status >= 300 ? "every rung of the ladder failed"
+						      : "the upstream stream was cut short",
+				a->http_status >= 300 ? "exhausted" : a->stream_error);
 
 			http_stream_write(x->r, line, (size_t)MIN(n, (int)sizeof line - 1));
 		} else {
@@ -180,8 +181,8 @@ chat_done(struct call *c, const struct call_answer *a, void *arg)
 	if (a->http_status >= 300) {
 		char text[200];
 
-		snprintf(text, sizeof text, "every rung of the ladder failed for route %s (%s)", a->route,
-			 a->reason);
+		snprintf(text, sizeof text, "every rung of the ladder failed for route %s (%s)",
+			 a->route, a->reason);
 		chat_error(x->r, a->http_status, "server_error", "exhausted", text);
 		goto out;
 	}
@@ -381,7 +382,8 @@ handle_chat(struct http_req *r, struct engine *e)
 		call_req_clear(&cr);
 		free(model);
 		http_req_add_header(r, "Retry-After", "1");
-		chat_error(r, 429, "rate_limit_error", "overloaded", "max_inflight calls in flight");
+		chat_error(r, 429, "rate_limit_error", "overloaded",
+			   "max_inflight calls in flight");
 		return;
 	}
 	if (cr.request_id == NULL)
@@ -405,6 +407,6 @@ handle_chat(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_chat_endpoints[] = {
-	{ HTTP_POST, "/v1/chat/completions", ACCESS_DATA, handle_chat },
-	{ 0, NULL, 0, NULL },
+	{HTTP_POST, "/v1/chat/completions", ACCESS_DATA, handle_chat},
+	{0, NULL, 0, NULL},
 };

@@ -29,7 +29,6 @@
 
 #define WEIGHT_MAX 1000000
 
-
 static void
 add_int_or_null(cJSON *o, const char *key, int64_t v)
 {
@@ -52,8 +51,8 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 	const struct route_cfg *rc = e->routes[i].cfg;
 	/* A call finished in the window started at most its budget before it
 	 * (+ a generous slack): that bound lets SQLite use calls_started_at. */
-	struct store_val v[] = { SVT(rc->name), SVI(now_wall - 60000 - rc->budget_ms - 60000),
-				 SVI(now_wall - 60000), SVI(0) };
+	struct store_val v[] = {SVT(rc->name), SVI(now_wall - 60000 - rc->budget_ms - 60000),
+				SVI(now_wall - 60000), SVI(0)};
 	int64_t n;
 
 	n = store_reader_run_int(e->reader, STORE_Q_ROUTE_CALLS, v, 3, 0);
@@ -129,7 +128,7 @@ breaker_json(struct backend_rt *b, int64_t now_ms)
 	cJSON *o = cJSON_CreateObject(), *lt;
 	struct breaker_stats bs;
 	enum breaker_state st = breaker_state(&b->breaker, now_ms);
-	static const char *const modes[] = { "consecutive", "count", "time" };
+	static const char *const modes[] = {"consecutive", "count", "time"};
 	int64_t t;
 
 	breaker_get_stats(&b->breaker, now_ms, &bs);
@@ -140,11 +139,9 @@ breaker_json(struct backend_rt *b, int64_t now_ms)
 	cJSON_AddNumberToObject(o, "failure_rate", bs.failure_rate);
 	cJSON_AddNumberToObject(o, "slow_call_rate", bs.slow_call_rate);
 	t = breaker_opened_at(&b->breaker);
-	cJSON_AddItemToObject(o, "opened_at",
-			      json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
+	cJSON_AddItemToObject(o, "opened_at", json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	t = breaker_half_open_at(&b->breaker);
-	cJSON_AddItemToObject(o, "half_open_at",
-			      json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
+	cJSON_AddItemToObject(o, "half_open_at", json_time(t >= 0 ? clock_mono_to_wall_ms(t) : 0));
 	if (b->breaker.ntransitions) {
 		lt = cJSON_AddObjectToObject(o, "last_transition");
 		t = clock_mono_to_wall_ms(b->breaker.last.at_ms);
@@ -175,8 +172,8 @@ backend_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
 	cJSON_AddNumberToObject(bo, "inflight", b->bulkhead.inflight);
 	cJSON_AddNumberToObject(bo, "max_concurrent", b->bulkhead.max);
 	cJSON_AddNumberToObject(bo, "health",
-				health_score(&b->health, now_ms, health_budget(e, b), b->bulkhead.inflight,
-					     b->bulkhead.max));
+				health_score(&b->health, now_ms, health_budget(e, b),
+					     b->bulkhead.inflight, b->bulkhead.max));
 	add_int_or_null(bo, "p90_ms_5m", health_percentile(&b->health, now_ms, 300, 0.9, 1));
 	return bo;
 }
@@ -294,7 +291,7 @@ route_param(struct http_req *r, struct engine *e)
 static void
 handle_level_put(struct http_req *r, struct engine *e)
 {
-	struct control_who who = { r->actor, r->remote };
+	struct control_who who = {r->actor, r->remote};
 	cJSON *o = NULL;
 	const cJSON *v;
 	const char *reason;
@@ -341,7 +338,7 @@ out:
 static void
 handle_level_delete(struct http_req *r, struct engine *e)
 {
-	struct control_who who = { r->actor, r->remote };
+	struct control_who who = {r->actor, r->remote};
 	char *cause = NULL;
 	int route, rc;
 
@@ -360,7 +357,7 @@ out:
 static void
 handle_weights_put(struct http_req *r, struct engine *e)
 {
-	struct control_who who = { r->actor, r->remote };
+	struct control_who who = {r->actor, r->remote};
 	const struct route_cfg *rc;
 	cJSON *o = NULL;
 	const cJSON *ws, *m;
@@ -422,7 +419,7 @@ out:
 static void
 handle_breaker_put(struct http_req *r, struct engine *e)
 {
-	struct control_who who = { r->actor, r->remote };
+	struct control_who who = {r->actor, r->remote};
 	cJSON *o = NULL;
 	const cJSON *v;
 	const char *reason;
@@ -448,7 +445,8 @@ handle_breaker_put(struct http_req *r, struct engine *e)
 	} else if (cJSON_IsString(v) && strcmp(v->valuestring, "auto") == 0) {
 		f = BREAKER_FORCE_AUTO;
 	} else {
-		http_respond_error(r, 400, "bad_request", "state: %s \"forced_open\", "
+		http_respond_error(r, 400, "bad_request",
+				   "state: %s \"forced_open\", "
 				   "\"forced_closed\" or \"auto\"",
 				   v == NULL ? "required:" : "must be");
 		goto out;
@@ -488,13 +486,15 @@ handle_reload(struct http_req *r, struct engine *e)
 	}
 	after = xasprintf("{\"backends\":%d,\"routes\":%d}", e->nbackends, e->nroutes);
 	{
-		struct store_val av[] = { SVI(clock_wall_ms()), SVT(r->actor), SVT("config.reload"),
-					  SVT(e->cfg->path), SVT(before), SVT(after), SVT(r->remote) };
-		struct store_op op = { STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) };
+		struct store_val av[] = {SVI(clock_wall_ms()), SVT(r->actor), SVT("config.reload"),
+					 SVT(e->cfg->path),    SVT(before),   SVT(after),
+					 SVT(r->remote)};
+		struct store_op op = {STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)};
 		char *acause = NULL;
 
 		if (store_commit_now(e->store, &op, 1, NULL, &acause) != 0) {
-			http_respond_error(r, 500, "store_failed", "reloaded, but the audit row failed: %s",
+			http_respond_error(r, 500, "store_failed",
+					   "reloaded, but the audit row failed: %s",
 					   acause ? acause : "?");
 			free(acause);
 			goto out;
@@ -515,11 +515,11 @@ out:
 }
 
 const struct endpoint api_control_endpoints[] = {
-	{ HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload },
-	{ HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state },
-	{ HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put },
-	{ HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete },
-	{ HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put },
-	{ HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put },
-	{ 0, NULL, 0, NULL },
+	{HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload},
+	{HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state},
+	{HTTP_PUT, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_put},
+	{HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete},
+	{HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put},
+	{HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put},
+	{0, NULL, 0, NULL},
 };

@@ -42,10 +42,10 @@ static const struct {
 	const char *name;
 	enum store_query q;
 } list_filters[] = {
-	{ "open", STORE_Q_REVIEW_LIST_OPEN },
-	{ "overdue", STORE_Q_REVIEW_LIST_OVERDUE },
-	{ "decided", STORE_Q_REVIEW_LIST_DECIDED },
-	{ "all", STORE_Q_REVIEW_LIST_ALL },
+	{"open", STORE_Q_REVIEW_LIST_OPEN},
+	{"overdue", STORE_Q_REVIEW_LIST_OVERDUE},
+	{"decided", STORE_Q_REVIEW_LIST_DECIDED},
+	{"all", STORE_Q_REVIEW_LIST_ALL},
 };
 
 static void
@@ -169,9 +169,9 @@ apply_change(struct http_req *r, struct engine *e, struct review_item *it,
 
 	snprintf(target, sizeof target, "review:%lld", (long long)it->id);
 	{
-		struct store_val av[] = { SVI(now),    SVT(r->actor), SVT(action),   SVT(target),
-					  SVT(before), SVT(after),    SVT(r->remote) };
-		struct store_op op = { STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) };
+		struct store_val av[] = {SVI(now),    SVT(r->actor), SVT(action),   SVT(target),
+					 SVT(before), SVT(after),    SVT(r->remote)};
+		struct store_op op = {STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)};
 
 		rc = review_q_set_state(e->review_q, e->store, it, ch, &op, 1, &cause);
 	}
@@ -223,8 +223,8 @@ handle_list(struct http_req *r, struct engine *e)
 	const char *state = http_req_arg(r, "state"), *route = http_req_arg(r, "route");
 	const char *prio_s = http_req_arg(r, "priority");
 	enum store_query q = STORE_Q_REVIEW_LIST_STATE;
-	struct list_ctx lc = { NULL, clock_wall_ms() };
-	struct counts_ctx cc = { 0, 0 };
+	struct list_ctx lc = {NULL, clock_wall_ms()};
+	struct counts_ctx cc = {0, 0};
 	enum review_state st;
 	enum priority prio = PRIORITY_MEDIUM;
 	int64_t limit;
@@ -257,15 +257,15 @@ handle_list(struct http_req *r, struct engine *e)
 	o = cJSON_CreateObject();
 	lc.items = cJSON_AddArrayToObject(o, "items");
 	{
-		struct store_val v[] = { SVT(state), SVI(lc.now), SVT(route),
-					 prio_s ? SVI(prio) : SVN, SVI(limit) };
+		struct store_val v[] = {SVT(state), SVI(lc.now), SVT(route),
+					prio_s ? SVI(prio) : SVN, SVI(limit)};
 
-		if (store_reader_run(e->reader, q, v, (int)ARRAY_SIZE(v), list_row, &lc,
-				     &cause) != 0)
+		if (store_reader_run(e->reader, q, v, (int)ARRAY_SIZE(v), list_row, &lc, &cause) !=
+		    0)
 			goto fail;
 	}
 	{
-		struct store_val v[] = { SVT(route), prio_s ? SVI(prio) : SVN, SVI(lc.now) };
+		struct store_val v[] = {SVT(route), prio_s ? SVI(prio) : SVN, SVI(lc.now)};
 
 		if (store_reader_run(e->reader, STORE_Q_REVIEW_LIST_COUNTS, v, (int)ARRAY_SIZE(v),
 				     counts_row, &cc, &cause) != 0)
@@ -316,7 +316,7 @@ handle_claim(struct http_req *r, struct engine *e)
 		goto out;
 	}
 	if (to != it.state) {
-		struct review_change ch = { .to = to, .reviewer = r->actor, .why = why };
+		struct review_change ch = {.to = to, .reviewer = r->actor, .why = why};
 
 		snprintf(why, sizeof why, "claimed by %s", r->actor);
 		if (apply_change(r, e, &it, &ch, "review.claim", now) != 0)
@@ -485,8 +485,6 @@ struct export_ctx {
 	int err;
 };
 
-
-
 static int
 export_row(void *arg, sqlite3_stmt *row)
 {
@@ -525,7 +523,7 @@ static void
 handle_export(struct http_req *r, struct engine *e)
 {
 	const char *since_s = http_req_arg(r, "since");
-	struct export_ctx x = { .err = 0 };
+	struct export_ctx x = {.err = 0};
 	int64_t since = 0, limit;
 	char *cause = NULL, *fixed = NULL, *p;
 
@@ -549,7 +547,7 @@ handle_export(struct http_req *r, struct engine *e)
 		goto out;
 	}
 	{
-		struct store_val v[] = { SVI(since), SVI(limit) };
+		struct store_val v[] = {SVI(since), SVI(limit)};
 
 		if (store_reader_run(e->reader, STORE_Q_REVIEW_EXPORT, v, (int)ARRAY_SIZE(v),
 				     export_row, &x, &cause) != 0) {
@@ -579,10 +577,10 @@ out:
 
 /* Export comes before {} so that "/v1/reviews/export" is not taken for an id. */
 const struct endpoint api_review_endpoints[] = {
-	{ HTTP_GET, "/v1/reviews", ACCESS_VIEWER, handle_list },
-	{ HTTP_GET, "/v1/reviews/export", ACCESS_VIEWER, handle_export },
-	{ HTTP_GET, "/v1/reviews/{}", ACCESS_VIEWER, handle_get },
-	{ HTTP_POST, "/v1/reviews/{}/claim", ACCESS_OPERATOR, handle_claim },
-	{ HTTP_POST, "/v1/reviews/{}/decision", ACCESS_OPERATOR, handle_decision },
-	{ 0, NULL, 0, NULL },
+	{HTTP_GET, "/v1/reviews", ACCESS_VIEWER, handle_list},
+	{HTTP_GET, "/v1/reviews/export", ACCESS_VIEWER, handle_export},
+	{HTTP_GET, "/v1/reviews/{}", ACCESS_VIEWER, handle_get},
+	{HTTP_POST, "/v1/reviews/{}/claim", ACCESS_OPERATOR, handle_claim},
+	{HTTP_POST, "/v1/reviews/{}/decision", ACCESS_OPERATOR, handle_decision},
+	{0, NULL, 0, NULL},
 };

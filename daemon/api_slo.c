@@ -44,7 +44,6 @@ respond_json(struct http_req *r, cJSON *o)
 	http_respond(r, 200, body, strlen(body));
 }
 
-
 static void
 handle_slo(struct http_req *r, struct engine *e)
 {
@@ -259,9 +258,9 @@ handle_metrics(struct http_req *r, struct engine *e)
 }
 
 const struct endpoint api_slo_endpoints[] = {
-	{ HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo },
-	{ HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts },
-	{ HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events },
-	{ HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics },
-	{ 0, NULL, 0, NULL },
+	{HTTP_GET, "/v1/slo", ACCESS_VIEWER, handle_slo},
+	{HTTP_GET, "/v1/alerts", ACCESS_VIEWER, handle_alerts},
+	{HTTP_GET, "/v1/events", ACCESS_VIEWER, handle_events},
+	{HTTP_GET, "/metrics", ACCESS_METRICS, handle_metrics},
+	{0, NULL, 0, NULL},
 };

@@ -5,4 +5,3 @@
  * engine thread; they read obs.c and the DB through the engine's reader.
  */
 #include "http.h"
-

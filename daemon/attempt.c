@@ -163,8 +163,9 @@ attempt_timer_total(struct timer *t, void *arg)
 {
 	struct attempt *a = arg;
 
-	attempt_cut(a, a->got_headers && (a->committed || !a->streaming) ? OUTCOME_TOTAL_TIMEOUT
-									 : OUTCOME_FIRST_BYTE_TIMEOUT);
+	attempt_cut(a, a->got_headers && (a->committed || !a->streaming)
+			       ? OUTCOME_TOTAL_TIMEOUT
+			       : OUTCOME_FIRST_BYTE_TIMEOUT);
 }
 
 /* One header line of an attempt, NUL-terminated, into t (attempt_headers). */
@@ -383,8 +384,9 @@ attempt_start(const struct attempt_owner *own, int bidx, int backup, int is_prob
 }
 
 static void
-log_attempt_row(struct attempt *a, enum outcome o, int64_t connect_ms, int64_t fb_ms, int64_t total_ms,
-		int64_t retry_after_ms, int64_t out_tokens, const char *raw, int64_t id, int attempt_no)
+log_attempt_row(struct attempt *a, enum outcome o, int64_t connect_ms, int64_t fb_ms,
+		int64_t total_ms, int64_t retry_after_ms, int64_t out_tokens, const char *raw,
+		int64_t id, int attempt_no)
 {
 	const struct attempt_owner *own = a->own;
 	int raw_max = own->e->cfg->log.raw_output_bytes;
@@ -420,9 +422,14 @@ log_vfail_row(struct attempt *a, const struct validate_result *vr, const char *r
 	int raw_max = own->e->cfg->log.raw_output_bytes;
 	char *excerpt = raw ? xstrndup(raw, MIN(strlen(raw), (size_t)MAX(raw_max, 0))) : NULL;
 	struct store_val v[] = {
-		SVI(own->e->next_vfail_id++), SVI(a->id),	      SVI(own->call_id),
-		SVT(own->rc->name),	      SVT(validate_stage_name(vr->stage)),
-		SVT(vr->rule),		    SVT(vr->detail), SVT(excerpt),
+		SVI(own->e->next_vfail_id++),
+		SVI(a->id),
+		SVI(own->call_id),
+		SVT(own->rc->name),
+		SVT(validate_stage_name(vr->stage)),
+		SVT(vr->rule),
+		SVT(vr->detail),
+		SVT(excerpt),
 		SVI(clock_wall_ms()),
 	};
 
@@ -493,9 +500,8 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 
 		r.outcome = upstream_classify(&f);
 	}
-	if (a->retry_after[0] &&
-	    retry_parse_retry_after(a->retry_after, strlen(a->retry_after), clock_wall_ms(),
-				    &r.retry_after_ms) != 0)
+	if (a->retry_after[0] && retry_parse_retry_after(a->retry_after, strlen(a->retry_after),
+							 clock_wall_ms(), &r.retry_after_ms) != 0)
 		r.retry_after_ms = -1;
 	if (a->streaming && a->committed) {
 		/* Deltas went out: this attempt's answer stands, cut short or not. */
@@ -534,8 +540,9 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	}
 	log_attempt_row(a, r.outcome, connect_ms, fb_ms, r.total_ms, r.retry_after_ms,
 			r.reply.completion_tokens,
-			r.reply.content ? r.reply.content
-					: (r.outcome != OUTCOME_OK && a->resp.data ? a->resp.data : NULL),
+			r.reply.content
+				? r.reply.content
+				: (r.outcome != OUTCOME_OK && a->resp.data ? a->resp.data : NULL),
 			a->id, a->attempt_no);
 	if (outcome_is_validation(r.outcome))
 		log_vfail_row(a, &r.vr, r.reply.content);

@@ -27,10 +27,10 @@ struct attempt;
 /* How an attempt ended, as its owner hears it. */
 struct attempt_result {
 	enum outcome outcome;
-	int ok;		     /* the answer stands: validated, or a stream that went out */
-	int streamed;	     /* deltas went to the caller (cut short when outcome is not ok) */
-	int raw;	     /* reply.content is the model's output */
-	int64_t total_ms;    /* how long the attempt ran */
+	int ok;			/* the answer stands: validated, or a stream that went out */
+	int streamed;		/* deltas went to the caller (cut short when outcome is not ok) */
+	int raw;		/* reply.content is the model's output */
+	int64_t total_ms;	/* how long the attempt ran */
 	int64_t retry_after_ms; /* the upstream's Retry-After; -1: none */
 	int64_t now_ms, now_us; /* when it ended (the monotonic clock, read once) */
 	struct upstream_reply reply; /* cleared after done() returns */
@@ -55,8 +55,8 @@ struct attempt_owner {
 	int64_t call_id;
 	const char *request_id;
 	const struct budget *budget;
-	int *attempts;		 /* the owner's count: each request on the wire takes the next number */
-	const char *input;	 /* the request: input or messages, and the facade's parameters */
+	int *attempts;	   /* the owner's count: each request on the wire takes the next number */
+	const char *input; /* the request: input or messages, and the facade's parameters */
 	const cJSON *messages;
 	const struct upstream_params *params;
 	attempt_delta_fn on_delta; /* non-NULL: ask for SSE and relay the deltas */
@@ -88,11 +88,12 @@ struct attempt {
 	int json_type;
 	char retry_after[64];
 	int is_probe;
-	int canary; /* the target picked was a canary */
-	int target; /* index among the route's primary targets (canary guard); -1 otherwise */
+	int canary;	/* the target picked was a canary */
+	int target;	/* index among the route's primary targets (canary guard); -1 otherwise */
 	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
 	struct attempt_timeouts to;
-	int64_t crowd_ms; /* the deadline this attempt is counted under in e->crowd; 0: not counted */
+	int64_t crowd_ms; /* the deadline this attempt is counted under in e->crowd; 0: not counted
+			   */
 	int64_t started_us;
 	int64_t started_wall;
 	int64_t first_byte_us;
@@ -100,11 +101,11 @@ struct attempt {
 	char errbuf[CURL_ERROR_SIZE];
 	struct timer t_first_byte; /* streaming: first token, then the idle gap */
 	struct timer t_total;
-	int streaming;		   /* SSE requested from the upstream */
-	int sse_type;		   /* the response is text/event-stream */
+	int streaming; /* SSE requested from the upstream */
+	int sse_type;  /* the response is text/event-stream */
 	struct sse_parser sse;
-	struct buf text;	   /* streamed content so far */
-	int committed;		   /* a delta went to the caller */
+	struct buf text; /* streamed content so far */
+	int committed;	 /* a delta went to the caller */
 };
 
 /*

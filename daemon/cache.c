@@ -48,7 +48,8 @@ cache_key(const char *input)
 	for (i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)input[i];
 
-		if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v') {
+		if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' ||
+		    ch == '\v') {
 			space = o > 0;
 			continue;
 		}
@@ -126,8 +127,8 @@ evict_head(struct cache *c)
 }
 
 static void
-put_key(struct cache *c, const char *route, char *key, const cJSON *result, int has_conf, double conf,
-	int64_t now)
+put_key(struct cache *c, const char *route, char *key, const cJSON *result, int has_conf,
+	double conf, int64_t now)
 {
 	struct centry *e = find(c, route, key);
 	uint32_t b;
@@ -204,15 +205,15 @@ cache_get(struct cache *c, const char *route, const char *input, int ttl_s, int6
 }
 
 void
-cache_put(struct cache *c, const char *route, const char *input, const cJSON *result,
-	  int has_conf, double conf, int64_t now_wall_ms, struct store *st)
+cache_put(struct cache *c, const char *route, const char *input, const cJSON *result, int has_conf,
+	  double conf, int64_t now_wall_ms, struct store *st)
 {
 	char *key = cache_key(input);
 
 	if (st) {
 		char *res = cJSON_PrintUnformatted(result);
-		struct store_val v[] = { SVT(route), SVT(key), SVT(res),
-					 has_conf ? SVR(conf) : SVN, SVI(now_wall_ms) };
+		struct store_val v[] = {SVT(route), SVT(key), SVT(res), has_conf ? SVR(conf) : SVN,
+					SVI(now_wall_ms)};
 
 		store_put(st, STORE_CACHE_UPSERT, v, (int)ARRAY_SIZE(v));
 		free(res);
@@ -247,8 +248,8 @@ load_row(void *arg, sqlite3_stmt *row)
 int
 cache_load(struct cache *c, struct store_reader *rd, int64_t since_wall_ms)
 {
-	struct load_ctx lc = { c };
-	struct store_val v[] = { SVI(since_wall_ms) };
+	struct load_ctx lc = {c};
+	struct store_val v[] = {SVI(since_wall_ms)};
 	char *cause = NULL;
 	int r;
 

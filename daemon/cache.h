@@ -21,7 +21,8 @@ struct cache *cache_new(int capacity);
 void cache_free(struct cache *c);
 /* Normalise an input into a key (new string). */
 char *cache_key(const char *input);
-/* Look up; *result is borrowed until the next put. 0 or CACHE_E_MISS (absent or older than ttl_s). */
+/* Look up; *result is borrowed until the next put. 0 or CACHE_E_MISS (absent or older than ttl_s).
+ */
 int cache_get(struct cache *c, const char *route, const char *input, int ttl_s, int64_t now_wall_ms,
 	      const cJSON **result, int *has_conf, double *conf);
 /* Store (copying result); written through to the DB when st is not NULL. */

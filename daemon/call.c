@@ -103,9 +103,13 @@ call_set_step(struct call *c, enum step to, const char *reason)
 		return;
 	}
 	if (!c->xcheck) {
-		struct store_val v[] = { SVI(c->e->next_degradation_id++), SVI(c->id),
-					 SVT(c->rc->name), SVT(step_name(c->step)), SVT(step_name(to)),
-					 SVT(reason), SVI(now_wall) };
+		struct store_val v[] = {SVI(c->e->next_degradation_id++),
+					SVI(c->id),
+					SVT(c->rc->name),
+					SVT(step_name(c->step)),
+					SVT(step_name(to)),
+					SVT(reason),
+					SVI(now_wall)};
 
 		store_put(c->e->store, STORE_DEGRADATION_INSERT, v, (int)ARRAY_SIZE(v));
 	}
@@ -387,7 +391,8 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	}
 	if (r->streamed) {
 		if (o != OUTCOME_OK)
-			snprintf(c->ans.stream_error, sizeof c->ans.stream_error, "%s", outcome_name(o));
+			snprintf(c->ans.stream_error, sizeof c->ans.stream_error, "%s",
+				 outcome_name(o));
 		c->ans.streamed = 1;
 	}
 	if (outcome_is_timeout(o))
@@ -395,8 +400,11 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	if (o == OUTCOME_VALIDATION_FORMAT)
 		c->format_violations++;
 	{
-		struct attempt_obs ao = { .route = c->route, .backend = a->bidx, .outcome = o,
-					  .duration_ms = r->total_ms, .canary = a->canary };
+		struct attempt_obs ao = {.route = c->route,
+					 .backend = a->bidx,
+					 .outcome = o,
+					 .duration_ms = r->total_ms,
+					 .canary = a->canary};
 
 		if (c->route < e->nroutes && a->bidx < e->nbackends)
 			obs_attempt(e->obs, &ao);
@@ -441,7 +449,8 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 		if (!c->xcheck) {
 			call_rules_shadow(c, vr->result);
 			if (src == SOURCE_LLM)
-				call_xcheck_start(c, vr->result, vr->has_confidence, vr->confidence);
+				call_xcheck_start(c, vr->result, vr->has_confidence,
+						  vr->confidence);
 		}
 		/* the validated result becomes the answer's (no copy) */
 		call_answer_own(c, 200, src, b->cfg->name, vr->result, r->reply.content,
@@ -520,8 +529,8 @@ deadline_fire(struct timer *t, void *arg)
 
 	c->deadline_passed = 1;
 	if (c->att) {
-		attempt_stop(c->att,
-			     c->att->got_headers ? OUTCOME_TOTAL_TIMEOUT : OUTCOME_FIRST_BYTE_TIMEOUT);
+		attempt_stop(c->att, c->att->got_headers ? OUTCOME_TOTAL_TIMEOUT
+							 : OUTCOME_FIRST_BYTE_TIMEOUT);
 		return;
 	}
 	if (c->queued_bidx >= 0) {
@@ -588,7 +597,8 @@ model_step(struct call *c, const char **why)
 {
 	struct engine *e = c->e;
 	const struct route_cfg *rc = c->rc;
-	const struct target_cfg *targets = c->step == STEP_PRIMARY ? rc->targets : rc->backup.targets;
+	const struct target_cfg *targets =
+		c->step == STEP_PRIMARY ? rc->targets : rc->backup.targets;
 	int n = c->step == STEP_PRIMARY ? rc->ntargets : rc->backup.ntargets;
 	struct router_cand cand[MAX_TARGETS];
 	struct target_cfg forced;
@@ -651,8 +661,10 @@ model_step(struct call *c, const char **why)
 			if (call_target_backend(c, &targets[i]) == c->avoid_backend)
 				avoid = i;
 		if (router_pick(cand, n, avoid, &e->rng, &picked) != 0) {
-			*why = any_open ? "breaker_open" : any_full ? "bulkhead_full"
-				      : any_weight ? "no_target" : "no_weight";
+			*why = any_open	    ? "breaker_open"
+			       : any_full   ? "bulkhead_full"
+			       : any_weight ? "no_target"
+					    : "no_weight";
 			return 1;
 		}
 	}
@@ -668,8 +680,9 @@ model_step(struct call *c, const char **why)
 		c->bw.arg = c;
 		c->queued_bidx = bidx;
 		c->queued_canary = targets[picked].canary;
-		c->queued_target =
-			c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc ? picked : -1;
+		c->queued_target = c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc
+					   ? picked
+					   : -1;
 		bulkhead_enqueue(&b->bulkhead, &c->bw);
 		engine_timer_arm(e, &c->t_queue, now_us + wait * 1000);
 		return 0;
@@ -738,8 +751,8 @@ call_step(struct call *c)
 			break;
 		}
 		case STEP_PRESET:
-			call_answer(c, 200, SOURCE_PRESET, NULL, rc->preset.result, rc->preset.text, 0,
-				    0);
+			call_answer(c, 200, SOURCE_PRESET, NULL, rc->preset.result, rc->preset.text,
+				    0, 0);
 			return;
 		default:
 			if (rc->on_exhausted == ON_EXHAUSTED_MANUAL) {
@@ -836,7 +849,8 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	if (!c->xcheck) {
 		first = ladder_step_first(c->rc, c->req.allow_llm, c->level);
 		why = !c->req.allow_llm ? "llm_disallowed"
-		      : !c->auto_start ? "forced_level" : "auto_level";
+		      : !c->auto_start	? "forced_level"
+					: "auto_level";
 		if (first != STEP_PRIMARY)
 			snprintf(c->reason, sizeof c->reason, "%s", why);
 		/* One degradation row for the rungs skipped. */
@@ -856,13 +870,14 @@ call_answer_json(const struct call_answer *a, int replayed)
 {
 	struct buf b;
 
-	/* Written straight into a buffer (no cJSON tree), keys in a fixed order (tests/test_jsonutil.c pins the text). */
+	/* Written straight into a buffer (no cJSON tree), keys in a fixed order
+	 * (tests/test_jsonutil.c pins the text). */
 	buf_init(&b, SIZE_MAX / 2);
 	if (a->http_status >= 300) {
 		char msg[160];
 
-		snprintf(msg, sizeof msg, "every rung of the ladder failed for route %s (%s)", a->route,
-			 a->reason);
+		snprintf(msg, sizeof msg, "every rung of the ladder failed for route %s (%s)",
+			 a->route, a->reason);
 		buf_puts(&b, "{\"error\":{\"code\":\"exhausted\",\"message\":");
 		json_buf_string(&b, msg);
 		buf_puts(&b, ",\"reason\":");
@@ -896,7 +911,8 @@ call_answer_json(const struct call_answer *a, int replayed)
 		buf_puts(&b, "null");
 	buf_puts(&b, ",\"level\":");
 	json_buf_number(&b, a->level);
-	buf_puts(&b, a->degraded ? ",\"degraded\":true,\"reason\":" : ",\"degraded\":false,\"reason\":");
+	buf_puts(&b, a->degraded ? ",\"degraded\":true,\"reason\":"
+				 : ",\"degraded\":false,\"reason\":");
 	if (a->reason[0])
 		json_buf_string(&b, a->reason);
 	else
@@ -906,8 +922,8 @@ call_answer_json(const struct call_answer *a, int replayed)
 		json_buf_number(&b, a->confidence);
 	else
 		buf_puts(&b, "null");
-	buf_puts(&b, a->review ? ",\"review\":\"pending\",\"attempts\":" :
-				 ",\"review\":\"none\",\"attempts\":");
+	buf_puts(&b, a->review ? ",\"review\":\"pending\",\"attempts\":"
+			       : ",\"review\":\"none\",\"attempts\":");
 	json_buf_number(&b, a->attempts);
 	buf_puts(&b, ",\"elapsed_ms\":");
 	json_buf_number(&b, (double)a->elapsed_ms);

@@ -27,47 +27,48 @@ struct call;
 typedef void (*call_delta_fn)(void *arg, const char *text, size_t len);
 
 struct call_req {
-	int route;	  /* index into the engine's routes */
-	char *request_id; /* NULL: generated */
-	char *input;	  /* NULL when messages are given */
-	cJSON *messages;  /* owned; NULL when input is given */
+	int route;		  /* index into the engine's routes */
+	char *request_id;	  /* NULL: generated */
+	char *input;		  /* NULL when messages are given */
+	cJSON *messages;	  /* owned; NULL when input is given */
 	int64_t caller_budget_ms; /* 0: none */
 	int allow_llm;
 	char *callback_url;
 	cJSON *metadata;
-	int64_t recv_us; /* when the request was complete (the budget starts then) */
+	int64_t recv_us;	       /* when the request was complete (the budget starts then) */
 	struct upstream_params params; /* facade pass-through; params.response_format owned */
 	call_delta_fn on_delta;	       /* non-NULL: stream the model's answer */
 	void *delta_arg;
-	int xcheck_backend;	       /* cross-check shadow: 1 + the only backend to ask; 0: a normal call */
-	int64_t xcheck_call_id;	       /* the checked call (its attempts rows name it) */
+	int xcheck_backend; /* cross-check shadow: 1 + the only backend to ask; 0: a normal call */
+	int64_t xcheck_call_id; /* the checked call (its attempts rows name it) */
 };
 
 void call_req_clear(struct call_req *cr);
 
 /* The answer, filled when done() runs. */
 struct call_answer {
-	unsigned http_status;	/* 200, or 503 when exhausted with on_exhausted=error */
+	unsigned http_status; /* 200, or 503 when exhausted with on_exhausted=error */
 	enum source source;
-	const char *backend;	/* NULL when none */
+	const char *backend; /* NULL when none */
 	int level;
 	int degraded;
-	char reason[64];	/* "" when not degraded */
-	cJSON *result;		/* owned by the call; NULL when none */
-	char *text;		/* the model's text / preset text, for the chat facade */
+	char reason[64]; /* "" when not degraded */
+	cJSON *result;	 /* owned by the call; NULL when none */
+	char *text;	 /* the model's text / preset text, for the chat facade */
 	int has_confidence;
 	double confidence;
-	int review;		/* 1: pending */
+	int review; /* 1: pending */
 	int attempts;
 	int64_t elapsed_ms;
 	const char *request_id;
 	const char *route;
-	int streamed;		/* the model's answer went out as deltas */
-	char stream_error[32];	/* a streamed answer cut short: outcome name; "" otherwise */
-	int64_t prompt_tokens;	/* from the upstream's usage; -1 unknown */
+	int streamed;	       /* the model's answer went out as deltas */
+	char stream_error[32]; /* a streamed answer cut short: outcome name; "" otherwise */
+	int64_t prompt_tokens; /* from the upstream's usage; -1 unknown */
 	int64_t completion_tokens;
-	const char *json;	/* call_answer_json(answer, 0), rendered once (owned by the call) */
-	const char *result_json; /* result printed once, for json and the calls row (owned by the call) */
+	const char *json; /* call_answer_json(answer, 0), rendered once (owned by the call) */
+	const char *result_json; /* result printed once, for json and the calls row (owned by the
+				    call) */
 };
 
 typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);

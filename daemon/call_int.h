@@ -41,17 +41,17 @@ struct call {
 	struct timer t_deadline;
 	struct timer t_queue;
 	struct bulkhead_waiter bw;
-	int queued_bidx;     /* -1 when not waiting for a bulkhead slot */
+	int queued_bidx; /* -1 when not waiting for a bulkhead slot */
 	int queued_canary;
 	int queued_target;
 	int deadline_passed;
-	int timeouts;	     /* attempts that ended in a timeout */
+	int timeouts;	       /* attempts that ended in a timeout */
 	int format_violations; /* attempts that ended validation_format */
-	int start_vfail;     /* an attempt of the starting model step failed validation */
-	int auto_start;      /* the call started at the route's auto level (not forced) */
+	int start_vfail;       /* an attempt of the starting model step failed validation */
+	int auto_start;	       /* the call started at the route's auto level (not forced) */
 	int answered;
 	int closing;
-	char *last_raw;      /* last model output, for review items */
+	char *last_raw;		   /* last model output, for review items */
 	const char *review_reason; /* "low_confidence", "manual": enqueue with the answer */
 	int xcheck;		   /* a cross-check shadow call: off the caller's path */
 	int force_bidx;		   /* -1, or the only backend this call may use */

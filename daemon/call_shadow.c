@@ -43,7 +43,8 @@ call_rules_shadow(struct call *c, const cJSON *result)
 	    rng_double(&c->e->rng) >= rc->rules_shadow.sample_rate)
 		return;
 	in = call_input_text(c);
-	agree = rules_eval(&rc->rules, in, strlen(in), &hit) == 0 && json_subset_equal(hit.result, result);
+	agree = rules_eval(&rc->rules, in, strlen(in), &hit) == 0 &&
+		json_subset_equal(hit.result, result);
 	if (c->route < c->e->nroutes)
 		obs_shadow(c->e->obs, c->route, agree, clock_wall_ms());
 }
@@ -80,8 +81,8 @@ xcheck_done(struct call *sc, const struct call_answer *a, void *arg)
 			obs_cross_check(e->obs, route, agree, clock_wall_ms());
 		if (!agree)
 			call_review_insert(e, rc, x->request_id, x->call_id, "cross_check_mismatch",
-					   x->input, x->raw, x->result, x->has_conf, x->conf, a->result,
-					   NULL, NULL, NULL);
+					   x->input, x->raw, x->result, x->has_conf, x->conf,
+					   a->result, NULL, NULL, NULL);
 	}
 	free(x->route);
 	free(x->request_id);

@@ -19,16 +19,17 @@ canary_rollback(struct engine *e, int i, int pick, double crate, double brate, i
 {
 	struct route_rt *rt = &e->routes[i];
 	const struct route_cfg *rc = rt->cfg;
-	const struct control_who who = { "canary_guard", "-" };
+	const struct control_who who = {"canary_guard", "-"};
 	int *w = xcalloc((size_t)rc->ntargets, sizeof *w);
 	char reason[200], *cause = NULL;
 
 	memcpy(w, rt->weights, (size_t)rc->ntargets * sizeof *w);
 	w[pick] = 0;
-	snprintf(reason, sizeof reason,
-		 "canary %s failure rate %.2f exceeds the baseline %.2f by more than %.2f over %d s",
-		 rc->targets[pick].backend, crate, brate, rc->canary_guard.max_failure_delta,
-		 rc->canary_guard.window_s);
+	snprintf(
+		reason, sizeof reason,
+		"canary %s failure rate %.2f exceeds the baseline %.2f by more than %.2f over %d s",
+		rc->targets[pick].backend, crate, brate, rc->canary_guard.max_failure_delta,
+		rc->canary_guard.window_s);
 	if (control_weights_set(e, i, w, reason, &who, &cause) != 0) {
 		log_error("canary", "route %s: rollback of %s failed: %s", rc->name,
 			  rc->targets[pick].backend, cause ? cause : "?");
@@ -38,9 +39,11 @@ canary_rollback(struct engine *e, int i, int pick, double crate, double brate, i
 	engine_event(e, "canary_rollback", rc->name, reason);
 	{
 		char rule[96];
-		struct store_val v[] = { SVT(rule),	    SVT(rc->name), SVT("page"), SVT("firing"),
-					 SVR(crate), SVR(brate + rc->canary_guard.max_failure_delta),
-					 SVI(now) };
+		struct store_val v[] = {
+			SVT(rule),   SVT(rc->name),
+			SVT("page"), SVT("firing"),
+			SVR(crate),  SVR(brate + rc->canary_guard.max_failure_delta),
+			SVI(now)};
 
 		snprintf(rule, sizeof rule, "canary_guard:%s", rc->targets[pick].backend);
 		store_put(e->store, STORE_ALERT_INSERT, v, (int)ARRAY_SIZE(v));

@@ -39,7 +39,6 @@
 #include "util.h"
 #include "jsonutil.h"
 
-
 cJSON *
 control_forced_json(const struct engine *e, int route)
 {
@@ -98,8 +97,8 @@ control_level_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall
 
 	for (i = 0; i < e->nroutes; i++) {
 		struct route_rt *rt = &e->routes[i];
-		struct store_val v[] = { SVT("level"), SVT(rt->cfg->name) };
-		struct control_level lv = { .level = -1 };
+		struct store_val v[] = {SVT("level"), SVT(rt->cfg->name)};
+		struct control_level lv = {.level = -1};
 		char detail[160];
 
 		if (rt->forced_level < 0 || rt->forced_until_wall <= 0 ||
@@ -216,24 +215,24 @@ control_level_force(struct engine *e, int route, int level, const char *reason, 
 		snprintf(detail, sizeof detail, "L%d -> forced L%d by %s: %s", old, level,
 			 who->actor, reason);
 	{
-		struct store_val ov[] = { SVT("level"), SVT(rt->cfg->name), SVT(value),
-					  SVT(who->actor), SVT(reason), until ? SVI(until) : SVN,
-					  SVI(now) };
-		struct store_val av[] = { SVI(now),    SVT(who->actor), SVT("level.force"),
-					  SVT(target), SVT(before),	SVT(after),
-					  SVT(who->remote) };
-		struct store_val ev[] = { SVI(now), SVT("level"), SVT(rt->cfg->name), SVT(detail) };
+		struct store_val ov[] = {
+			SVT("level"), SVT(rt->cfg->name),	SVT(value), SVT(who->actor),
+			SVT(reason),  until ? SVI(until) : SVN, SVI(now)};
+		struct store_val av[] = {SVI(now),	  SVT(who->actor), SVT("level.force"),
+					 SVT(target),	  SVT(before),	   SVT(after),
+					 SVT(who->remote)};
+		struct store_val ev[] = {SVI(now), SVT("level"), SVT(rt->cfg->name), SVT(detail)};
 		struct store_op ops[] = {
-			{ STORE_OVERRIDE_UPSERT, ov, (int)ARRAY_SIZE(ov) },
-			{ STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) },
-			{ STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev) },
+			{STORE_OVERRIDE_UPSERT, ov, (int)ARRAY_SIZE(ov)},
+			{STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)},
+			{STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev)},
 		};
 
 		if ((r = commit(e, ops, (int)ARRAY_SIZE(ops), cause)) != 0)
 			goto out;
 	}
 	{
-		struct control_level lv = { level, who->actor, reason, until, detail };
+		struct control_level lv = {level, who->actor, reason, until, detail};
 
 		control_level_set(e, route, &lv, CONTROL_EVENT_COMMITTED, now);
 	}
@@ -268,15 +267,15 @@ control_level_release(struct engine *e, int route, const struct control_who *who
 	snprintf(detail, sizeof detail, "forced L%d -> auto L%d (released by %s)", old,
 		 rt->auto_level, who->actor);
 	{
-		struct store_val dv[] = { SVT("level"), SVT(rt->cfg->name) };
-		struct store_val av[] = { SVI(now),    SVT(who->actor), SVT("level.release"),
-					  SVT(target), SVT(before),	SVT(after),
-					  SVT(who->remote) };
-		struct store_val ev[] = { SVI(now), SVT("level"), SVT(rt->cfg->name), SVT(detail) };
+		struct store_val dv[] = {SVT("level"), SVT(rt->cfg->name)};
+		struct store_val av[] = {SVI(now),	  SVT(who->actor), SVT("level.release"),
+					 SVT(target),	  SVT(before),	   SVT(after),
+					 SVT(who->remote)};
+		struct store_val ev[] = {SVI(now), SVT("level"), SVT(rt->cfg->name), SVT(detail)};
 		struct store_op ops[] = {
-			{ STORE_OVERRIDE_DELETE, dv, (int)ARRAY_SIZE(dv) },
-			{ STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) },
-			{ STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev) },
+			{STORE_OVERRIDE_DELETE, dv, (int)ARRAY_SIZE(dv)},
+			{STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)},
+			{STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev)},
 		};
 
 		/* Nothing was forced: no level change, so no event. */
@@ -284,7 +283,7 @@ control_level_release(struct engine *e, int route, const struct control_who *who
 			goto out;
 	}
 	{
-		struct control_level lv = { .level = -1, .detail = detail };
+		struct control_level lv = {.level = -1, .detail = detail};
 
 		control_level_set(e, route, &lv, CONTROL_EVENT_COMMITTED, now);
 	}
@@ -348,18 +347,18 @@ control_weights_set(struct engine *e, int route, const int *weights, const char 
 	buf_printf(&detail, " (by %s%s%s)", who->actor, reason && *reason ? ": " : "",
 		   reason && *reason ? reason : "");
 	{
-		struct store_val ov[] = { SVT("weights"), SVT(rt->cfg->name), SVT(after),
-					  SVT(who->actor), SVT(reason),	      SVN,
-					  SVI(now) };
-		struct store_val av[] = { SVI(now),    SVT(who->actor), SVT("weights.set"),
-					  SVT(target), SVT(before),	SVT(after),
-					  SVT(who->remote) };
-		struct store_val ev[] = { SVI(now), SVT("weights"), SVT(rt->cfg->name),
-					  SVT(detail.data) };
+		struct store_val ov[] = {SVT("weights"),  SVT(rt->cfg->name), SVT(after),
+					 SVT(who->actor), SVT(reason),	      SVN,
+					 SVI(now)};
+		struct store_val av[] = {SVI(now),	  SVT(who->actor), SVT("weights.set"),
+					 SVT(target),	  SVT(before),	   SVT(after),
+					 SVT(who->remote)};
+		struct store_val ev[] = {SVI(now), SVT("weights"), SVT(rt->cfg->name),
+					 SVT(detail.data)};
 		struct store_op ops[] = {
-			{ STORE_OVERRIDE_UPSERT, ov, (int)ARRAY_SIZE(ov) },
-			{ STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) },
-			{ STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev) },
+			{STORE_OVERRIDE_UPSERT, ov, (int)ARRAY_SIZE(ov)},
+			{STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)},
+			{STORE_EVENT_INSERT, ev, (int)ARRAY_SIZE(ev)},
 		};
 
 		if ((r = commit(e, ops, (int)ARRAY_SIZE(ops), cause)) != 0)
@@ -419,17 +418,17 @@ control_breaker_force(struct engine *e, int backend, enum breaker_force f, const
 	snprintf(value, sizeof value, "{\"state\":\"%s\"}", force_names[f]);
 	snprintf(target, sizeof target, "backend:%s", b->cfg->name);
 	{
-		struct store_val ov[] = { SVT("breaker"), SVT(b->cfg->name), SVT(value),
-					  SVT(who->actor), SVT(reason),	      SVN,
-					  SVI(now) };
-		struct store_val av[] = { SVI(now),    SVT(who->actor), SVT("breaker.force"),
-					  SVT(target), SVT(before),	SVT(after),
-					  SVT(who->remote) };
+		struct store_val ov[] = {SVT("breaker"),  SVT(b->cfg->name), SVT(value),
+					 SVT(who->actor), SVT(reason),	     SVN,
+					 SVI(now)};
+		struct store_val av[] = {SVI(now),	  SVT(who->actor), SVT("breaker.force"),
+					 SVT(target),	  SVT(before),	   SVT(after),
+					 SVT(who->remote)};
 		int del = f == BREAKER_FORCE_AUTO;
 		struct store_op ops[] = {
-			{ del ? STORE_OVERRIDE_DELETE : STORE_OVERRIDE_UPSERT, ov,
-			  del ? 2 : (int)ARRAY_SIZE(ov) },
-			{ STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av) },
+			{del ? STORE_OVERRIDE_DELETE : STORE_OVERRIDE_UPSERT, ov,
+			 del ? 2 : (int)ARRAY_SIZE(ov)},
+			{STORE_AUDIT_INSERT, av, (int)ARRAY_SIZE(av)},
 		};
 
 		if ((r = commit(e, ops, (int)ARRAY_SIZE(ops), cause)) != 0)
@@ -454,7 +453,7 @@ struct restore {
 static void
 restore_drop(struct restore *rs, const char *kind, const char *subject)
 {
-	struct store_val v[] = { SVT(kind), SVT(subject) };
+	struct store_val v[] = {SVT(kind), SVT(subject)};
 
 	store_put(rs->e->store, STORE_OVERRIDE_DELETE, v, (int)ARRAY_SIZE(v));
 	rs->dropped++;
@@ -482,7 +481,8 @@ restore_level(struct restore *rs, const char *subject, const cJSON *value, const
 		return 0;
 	}
 	{
-		struct control_level set = { lv->valueint, actor, reason, until > 0 ? until : 0, NULL };
+		struct control_level set = {lv->valueint, actor, reason, until > 0 ? until : 0,
+					    NULL};
 
 		control_level_set(e, route, &set, CONTROL_EVENT_NONE, rs->now);
 	}
@@ -562,8 +562,8 @@ restore_row(void *arg, sqlite3_stmt *row)
 	const char *text = (const char *)sqlite3_column_text(row, 2);
 	const char *actor = (const char *)sqlite3_column_text(row, 3);
 	const char *reason = (const char *)sqlite3_column_text(row, 4);
-	int64_t until = sqlite3_column_type(row, 5) == SQLITE_NULL ? 0
-								   : sqlite3_column_int64(row, 5);
+	int64_t until =
+		sqlite3_column_type(row, 5) == SQLITE_NULL ? 0 : sqlite3_column_int64(row, 5);
 	cJSON *value = text ? cJSON_Parse(text) : NULL;
 	int r = -EINVAL;
 
@@ -590,7 +590,7 @@ int
 control_restore(struct engine *e, char **cause)
 {
 	struct store_reader *own = NULL, *rd = e->reader;
-	struct restore rs = { .e = e, .now = clock_wall_ms() };
+	struct restore rs = {.e = e, .now = clock_wall_ms()};
 	char *why = NULL;
 	int r = 0;
 

@@ -22,9 +22,9 @@ enum control_e {
 	CONTROL_E_STORE,       /* the commit failed: nothing was changed */
 };
 
-#define CONTROL_REASON_MAX 200	     /* characters (UTF-8 code points) */
-#define CONTROL_TTL_MAX_S 31536000LL /* one year */
-#define CONTROL_LEVEL_MAX 3
+#define CONTROL_REASON_MAX 200	      /* characters (UTF-8 code points) */
+#define CONTROL_TTL_MAX_S  31536000LL /* one year */
+#define CONTROL_LEVEL_MAX  3
 
 /* Who changes something: the token name and the peer address (borrowed). */
 struct control_who {

@@ -33,9 +33,9 @@
 #include "review_q.h"
 #include "util.h"
 
-#define IDEM_CAPACITY 200000
-#define CACHE_CAPACITY 100000
-#define NOTIFY_QUEUE 4096
+#define IDEM_CAPACITY	200000
+#define CACHE_CAPACITY	100000
+#define NOTIFY_QUEUE	4096
 #define NOTIFY_GRACE_MS 1000
 
 /* The longest cache TTL of the routes, in ms (0 when no route caches: all go). */
@@ -143,8 +143,8 @@ out:
 
 /* Dispatch order: the first table with a matching pattern and method wins. */
 static const struct endpoint *const endpoint_tables[] = {
-	api_call_endpoints,   api_control_endpoints, api_review_endpoints,
-	api_chat_endpoints,   api_slo_endpoints,
+	api_call_endpoints, api_control_endpoints, api_review_endpoints,
+	api_chat_endpoints, api_slo_endpoints,
 };
 
 void

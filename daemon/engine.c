@@ -28,7 +28,7 @@
 
 #define CRON_MS 1000
 /* After the last call of a drain, answers still being written get this long. */
-#define DRAIN_WRITE_MS 5000
+#define DRAIN_WRITE_MS	  5000
 #define RETENTION_EVERY_S 3600 /* and once a minute after start */
 
 void
@@ -95,7 +95,7 @@ engine_curl_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
 
 	if (fd < 0)
 		return CURL_SOCKET_BAD;
-	*curl_fd_slot(e, fd) = (struct curl_fd){ .ours = 1 };
+	*curl_fd_slot(e, fd) = (struct curl_fd){.ours = 1};
 	(void)purpose;
 	return fd;
 }
@@ -107,7 +107,7 @@ engine_curl_close(void *clientp, curl_socket_t fd)
 
 	/* close() takes it out of the epoll set (libcurl never dups it). */
 	if (fd >= 0 && fd < e->ncurl_fds)
-		e->curl_fds[fd] = (struct curl_fd){ 0 };
+		e->curl_fds[fd] = (struct curl_fd){0};
 	return close(fd);
 }
 
@@ -202,7 +202,7 @@ void
 engine_event_at(struct engine *e, int64_t at_wall_ms, const char *kind, const char *subject,
 		const char *detail)
 {
-	struct store_val v[] = { SVI(at_wall_ms), SVT(kind), SVT(subject), SVT(detail) };
+	struct store_val v[] = {SVI(at_wall_ms), SVT(kind), SVT(subject), SVT(detail)};
 
 	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
 }
@@ -328,7 +328,7 @@ engine_on_tick(struct engine *e, engine_tick_fn fn, void *arg)
 {
 	if (e->ntick_hooks >= ENGINE_HOOKS_MAX)
 		return -ENOSPC;
-	e->tick_hooks[e->ntick_hooks++] = (struct engine_hook){ .tick = fn, .arg = arg };
+	e->tick_hooks[e->ntick_hooks++] = (struct engine_hook){.tick = fn, .arg = arg};
 	return 0;
 }
 
@@ -337,7 +337,7 @@ engine_on_before_sleep(struct engine *e, engine_task_fn fn, void *arg)
 {
 	if (e->nsleep_hooks >= ENGINE_HOOKS_MAX)
 		return -ENOSPC;
-	e->sleep_hooks[e->nsleep_hooks++] = (struct engine_hook){ .task = fn, .arg = arg };
+	e->sleep_hooks[e->nsleep_hooks++] = (struct engine_hook){.task = fn, .arg = arg};
 	return 0;
 }
 
@@ -642,7 +642,8 @@ engine_backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
 	key = bc->api_key_env ? getenv(bc->api_key_env) : NULL;
 	b->api_key = key && *key ? xstrdup(key) : NULL;
 	if (bc->api_key_env && b->api_key == NULL)
-		log_warn("engine", "backend %s: environment variable %s is not set; calling without a key",
+		log_warn("engine",
+			 "backend %s: environment variable %s is not set; calling without a key",
 			 bc->name, bc->api_key_env);
 }
 
@@ -889,4 +890,3 @@ engine_backend_index(const struct engine *e, const char *name)
 			return i;
 	return -1;
 }
-

@@ -57,14 +57,14 @@ struct route_rt {
 	char *forced_actor;
 	char *forced_reason;
 	int64_t forced_until_wall; /* 0: no TTL */
-	int auto_level;	       /* == esc.level, kept for readers */
-	struct escalation esc; /* the auto level's state machine */
+	int auto_level;		   /* == esc.level, kept for readers */
+	struct escalation esc;	   /* the auto level's state machine */
 	uint64_t seen_esc_changes;
 	struct retry_budget rbudget;
 	int *weights; /* live weights of cfg->targets (operator / canary guard) */
 	uint64_t calls;
-	uint64_t retries_denied; /* retry budget said no */
-	int live_calls;		 /* calls running on this route now */
+	uint64_t retries_denied;     /* retry budget said no */
+	int live_calls;		     /* calls running on this route now */
 	struct canary_track *canary; /* per primary target, when canary_guard is on */
 };
 
@@ -85,8 +85,7 @@ typedef void (*engine_task_fn)(struct engine *e, void *arg);
  * what the transfer is for.
  */
 struct engine_transfer;
-typedef void (*engine_transfer_done_fn)(struct engine *e, struct engine_transfer *t,
-					CURLcode code);
+typedef void (*engine_transfer_done_fn)(struct engine *e, struct engine_transfer *t, CURLcode code);
 struct engine_transfer {
 	engine_transfer_done_fn done;
 };
@@ -103,8 +102,8 @@ typedef void (*engine_tick_fn)(struct engine *e, void *arg, int64_t now_ms, int6
 #define ENGINE_HOOKS_MAX 16
 
 struct engine_hook {
-	engine_tick_fn tick;  /* engine_on_tick */
-	engine_task_fn task;  /* engine_on_before_sleep */
+	engine_tick_fn tick; /* engine_on_tick */
+	engine_task_fn task; /* engine_on_before_sleep */
 	void *arg;
 };
 
@@ -142,7 +141,7 @@ struct engine {
 	int ntick_hooks;
 	struct engine_hook sleep_hooks[ENGINE_HOOKS_MAX];
 	int nsleep_hooks;
-	int nbackends_all;	  /* backends incl. removed ones still in use (after nbackends) */
+	int nbackends_all; /* backends incl. removed ones still in use (after nbackends) */
 	int nroutes_all;
 	struct store *store;
 	CURLM *multi;
@@ -179,17 +178,17 @@ struct engine {
 	struct jobs *jobs;	     /* the L3 async queue */
 	struct review_q *review_q;   /* review queue: open counts, overflow (review_q.c) */
 	const char **route_names;
-	int inflight;	      /* calls admitted and not answered */
-	struct call *calls;   /* live calls (doubly linked) */
-	int commits_pending;  /* engine_commit_later() not yet completed: the drain waits */
-	struct call *closing; /* finished calls, reaped before sleep */
-	int http_fd;	      /* MHD's epoll descriptor in epfd, -1 without HTTP */
-	unsigned http_batch;  /* requests read in this http_run() */
-	int64_t http_due_us;  /* MHD wants a pass by then (MHD_get_timeout) */
+	int inflight;		/* calls admitted and not answered */
+	struct call *calls;	/* live calls (doubly linked) */
+	int commits_pending;	/* engine_commit_later() not yet completed: the drain waits */
+	struct call *closing;	/* finished calls, reaped before sleep */
+	int http_fd;		/* MHD's epoll descriptor in epfd, -1 without HTTP */
+	unsigned http_batch;	/* requests read in this http_run() */
+	int64_t http_due_us;	/* MHD wants a pass by then (MHD_get_timeout) */
 	int64_t drain_until_us; /* drain: give up writing answers after this */
-	int stopping;	      /* SIGTERM: no new calls, drain */
+	int stopping;		/* SIGTERM: no new calls, drain */
 	int stop_now;
-	int exited;	      /* the loop thread is gone: posted tasks run inline (under qlock) */
+	int exited; /* the loop thread is gone: posted tasks run inline (under qlock) */
 	int64_t started_wall_ms;
 	uint64_t cron_ticks;
 	struct engine_counters counters;
@@ -238,7 +237,8 @@ typedef void (*engine_commit_fn)(struct engine *e, void *arg, int rc, int64_t la
 				 const char *cause);
 int engine_commit_later(struct engine *e, const struct store_op *ops, int nops,
 			engine_commit_fn done, void *arg);
-/* Drain: refuse new calls, let live calls finish (they end by their deadlines), stop the loop, join. */
+/* Drain: refuse new calls, let live calls finish (they end by their deadlines), stop the loop,
+ * join. */
 void engine_stop(struct engine *e);
 void engine_free(struct engine *e);
 

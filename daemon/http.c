@@ -41,7 +41,7 @@
 enum req_state { REQ_READING = 0, REQ_TOO_BIG, REQ_DISPATCHED, REQ_DONE, REQ_QUEUED, REQ_ORPHANED };
 
 #define MAX_URL_BYTES 4096
-#define MAX_HEADERS 64
+#define MAX_HEADERS   64
 
 struct http_server {
 	struct MHD_Daemon *mhd;
@@ -51,20 +51,20 @@ struct http_server {
 	int64_t max_body_bytes;
 	int callers_require_token;
 	int metrics_public;
-	struct tokens *tokens; /* owned; swapped under lock by http_set_auth() */
-	int active;	       /* requests between arrival and MHD's completion */
-	int resumed;	       /* connections resumed since the last http_run() */
-	int epfd;	       /* MHD's epoll descriptor (in the engine's set) */
+	struct tokens *tokens;		      /* owned; swapped under lock by http_set_auth() */
+	int active;			      /* requests between arrival and MHD's completion */
+	int resumed;			      /* connections resumed since the last http_run() */
+	int epfd;			      /* MHD's epoll descriptor (in the engine's set) */
 	const struct endpoint *const *tables; /* borrowed (http_opts.tables) */
 	int ntables;
 };
 
 struct http_stream {
-	struct buf pending;  /* written, not yet taken by MHD */
-	size_t taken;	     /* bytes of pending already handed to MHD */
-	int ended;	     /* http_stream_end() ran */
-	int gone;	     /* MHD completed the request (client left or all sent) */
-	int suspended;	     /* the reader suspended the connection for lack of data */
+	struct buf pending; /* written, not yet taken by MHD */
+	size_t taken;	    /* bytes of pending already handed to MHD */
+	int ended;	    /* http_stream_end() ran */
+	int gone;	    /* MHD completed the request (client left or all sent) */
+	int suspended;	    /* the reader suspended the connection for lack of data */
 };
 
 static enum http_method
@@ -81,7 +81,7 @@ method_parse(const char *m)
 	return HTTP_OTHER;
 }
 
-static const char *const method_names[] = { "GET", "POST", "PUT", "DELETE", "OTHER" };
+static const char *const method_names[] = {"GET", "POST", "PUT", "DELETE", "OTHER"};
 
 static void
 req_free(struct http_req *r)
@@ -290,12 +290,12 @@ queue_response(struct http_req *r)
 	int i;
 
 	if (r->stream)
-		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader, r,
-							 NULL);
+		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader,
+							 r, NULL);
 	else
-		resp = MHD_create_response_from_buffer(r->resp_len, r->resp_body ? r->resp_body : (void *)"",
-					       r->resp_body ? MHD_RESPMEM_MUST_FREE
-							    : MHD_RESPMEM_PERSISTENT);
+		resp = MHD_create_response_from_buffer(
+			r->resp_len, r->resp_body ? r->resp_body : (void *)"",
+			r->resp_body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
 	if (resp == NULL)
 		return MHD_NO;
 	if (!r->stream)
@@ -456,8 +456,8 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 			const struct sockaddr *sa = ci->client_addr;
 
 			if (sa->sa_family == AF_INET)
-				inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->remote,
-					  sizeof r->remote);
+				inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+					  r->remote, sizeof r->remote);
 			else if (sa->sa_family == AF_INET6)
 				inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
 					  r->remote, sizeof r->remote);
@@ -471,7 +471,8 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 			    buf_append(&r->body, upload_data, *upload_data_size) < 0) {
 				char msg[96];
 
-				snprintf(msg, sizeof msg, "request body larger than max_body_bytes (%lld)",
+				snprintf(msg, sizeof msg,
+					 "request body larger than max_body_bytes (%lld)",
 					 (long long)s->max_body_bytes);
 				/* MHD 0.9.75 refuses a response while upload data is
 				 * pending: discard the rest, answer 413 at the end. */
@@ -707,16 +708,16 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 				  MHD_OPTION_NOTIFY_COMPLETED, req_completed, s,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->conn_timeout_s,
-				  /* <= 32 KiB: MHD takes the pool from malloc, not mmap (a munmap per
-				   * connection costs a TLB shootdown on every core); 16 KiB
+				  /* <= 32 KiB: MHD takes the pool from malloc, not mmap (a munmap
+				   * per connection costs a TLB shootdown on every core); 16 KiB
 				   * halves the per-request memset and still holds the request
 				   * line and headers (bodies are buffered by us). */
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U,
-				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-				  MHD_OPTION_END);
+				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U, MHD_OPTION_EXTERNAL_LOGGER,
+				  mhd_log, NULL, MHD_OPTION_END);
 	if (s->mhd == NULL) {
-		*cause = xasprintf("listen: cannot bind %s:%d (%s)", o->host, o->port, strerror(errno));
+		*cause = xasprintf("listen: cannot bind %s:%d (%s)", o->host, o->port,
+				   strerror(errno));
 		r = -EADDRINUSE;
 		goto out;
 	}

@@ -39,7 +39,7 @@ struct http_kv {
 	char *v;
 };
 
-#define HTTP_MAX_PARAMS 4
+#define HTTP_MAX_PARAMS	      4
 #define HTTP_MAX_RESP_HEADERS 8
 
 struct http_req;
@@ -78,12 +78,12 @@ struct http_req {
 	int nhdrs;
 	struct buf body;
 	char remote[64];
-	char actor[64];	  /* token name, "anonymous" when no token */
-	int role;	  /* enum role of the token, -1 when none */
-	int64_t recv_us;  /* monotonic µs when the request was complete */
+	char actor[64];	 /* token name, "anonymous" when no token */
+	int role;	 /* enum role of the token, -1 when none */
+	int64_t recv_us; /* monotonic µs when the request was complete */
 	const struct endpoint *ep;
-	int state;	  /* private to http.c */
-	int inline_call;  /* private to http.c: the handler is running inside http_access() */
+	int state;	 /* private to http.c */
+	int inline_call; /* private to http.c: the handler is running inside http_access() */
 	struct http_stream *stream; /* private to http.c; non-NULL for a streaming answer */
 	/* response, set by http_respond() */
 	unsigned status;
@@ -104,8 +104,10 @@ struct http_opts {
 	int conn_timeout_s; /* idle / slow client timeout */
 	int callers_require_token;
 	int metrics_public;
-	struct tokens *tokens; /* consumed (the server frees it); NULL: no tokens, control plane closed */
-	const struct endpoint *const *tables; /* searched in order; borrowed, must outlive the server */
+	struct tokens
+		*tokens; /* consumed (the server frees it); NULL: no tokens, control plane closed */
+	const struct endpoint *const
+		*tables; /* searched in order; borrowed, must outlive the server */
 	int ntables;
 };
 
@@ -128,7 +130,8 @@ void http_stop(struct http_server *s);
 /* The server as the engine loop's source (engine_attach_source): run, timeouts, drain. */
 struct engine_source;
 void http_engine_source(struct http_server *s, struct engine_source *src);
-/* Replace the tokens (consumed; the old ones are freed) and auth flags after a reload. Thread-safe. */
+/* Replace the tokens (consumed; the old ones are freed) and auth flags after a reload. Thread-safe.
+ */
 void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
 		   int metrics_public);
 

@@ -26,8 +26,7 @@
 /* JOB_ACCEPTING: its row is being committed; memory only, never a row's state. */
 enum job_state { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_ACCEPTING };
 
-static const char *const job_state_names[] = { "queued", "running", "done", "failed",
-					       "accepting" };
+static const char *const job_state_names[] = {"queued", "running", "done", "failed", "accepting"};
 
 /* Who waits for an accept's commit: the first accept, then duplicates. */
 struct job_waiter {
@@ -46,7 +45,7 @@ struct job {
 	enum job_state state;
 	int tries;
 	int64_t created_at;
-	int64_t id; /* the row's id (0 while accepting) */
+	int64_t id;		    /* the row's id (0 while accepting) */
 	struct job_waiter *waiters; /* JOB_ACCEPTING: in arrival order */
 };
 
@@ -66,7 +65,7 @@ struct job {
  * oldest first, as the window drains (at most JOBS_LOAD_MAX a tick). Every
  * unfinished job with an id <= last_id is in memory.
  */
-#define JOBS_MEM_MAX 10000
+#define JOBS_MEM_MAX  10000
 #define JOBS_LOAD_MAX 256 /* rows read back per tick */
 
 struct jobs {
@@ -159,8 +158,8 @@ job_append(struct jobs *j, struct job *jb)
 static void
 job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 {
-	struct store_val v[] = { SVT(job_state_names[to]), SVI(clock_wall_ms()), SVI(jb->tries),
-				 SVN, SVT(jb->request_id) };
+	struct store_val v[] = {SVT(job_state_names[to]), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
+				SVT(jb->request_id)};
 
 	if (jb->state == to)
 		return;
@@ -236,9 +235,9 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 	jr->to = a->http_status == 200 ? JOB_DONE : JOB_FAILED;
 	jr->response = xstrdup(a->json);
 	{
-		struct store_val v[] = { SVT(job_state_names[jr->to]), SVI(clock_wall_ms()),
-					 SVI(jb->tries), SVT(jr->response), SVT(jb->request_id) };
-		struct store_op op = { STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v) };
+		struct store_val v[] = {SVT(job_state_names[jr->to]), SVI(clock_wall_ms()),
+					SVI(jb->tries), SVT(jr->response), SVT(jb->request_id)};
+		struct store_op op = {STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v)};
 
 		r = engine_commit_later(j->e, &op, 1, job_recorded, jr);
 	}
@@ -373,8 +372,8 @@ load_row(void *arg, sqlite3_stmt *row)
 	lc->loaded++;
 	if (strcmp(state, "running") == 0) {
 		/* Interrupted by a crash: run it again (at least once upstream). */
-		struct store_val v[] = { SVT("queued"), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
-					 SVT(jb->request_id) };
+		struct store_val v[] = {SVT("queued"), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
+					SVT(jb->request_id)};
 
 		store_put(j->e->store, STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v));
 		lc->requeued++;
@@ -390,8 +389,8 @@ load_row(void *arg, sqlite3_stmt *row)
 static int
 jobs_load(struct jobs *j, int n)
 {
-	struct store_val v[] = { SVI(j->last_id), SVI(n) };
-	struct load_ctx lc = { j, 0, 0, 0 };
+	struct store_val v[] = {SVI(j->last_id), SVI(n)};
+	struct load_ctx lc = {j, 0, 0, 0};
 	char *cause = NULL;
 	int r;
 
@@ -476,8 +475,8 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 	    cJSON **response)
 {
 	struct job *jb = job_find(j, request_id);
-	struct store_val v[] = { SVT(request_id) };
-	struct state_ctx sc = { NULL, NULL, NULL };
+	struct store_val v[] = {SVT(request_id)};
+	struct state_ctx sc = {NULL, NULL, NULL};
 	char *cause = NULL;
 	int i, r = -ENOENT;
 
@@ -545,7 +544,10 @@ job_accepted(struct engine *e, void *arg, int rc, int64_t rowid, const char *cau
 	}
 	while ((w = waiters) != NULL) {
 		waiters = w->next;
-		w->fn(e, w->arg, rc != 0 ? rc : first ? 0 : JOBS_E_EXISTS,
+		w->fn(e, w->arg,
+		      rc != 0 ? rc
+		      : first ? 0
+			      : JOBS_E_EXISTS,
 		      rc == 0 ? job_state_names[JOB_QUEUED] : NULL, cause);
 		first = 0;
 		free(w);
@@ -555,8 +557,8 @@ job_accepted(struct engine *e, void *arg, int rc, int64_t rowid, const char *cau
 }
 
 void
-jobs_accept(struct jobs *j, int route, const char *request_id, const cJSON *body,
-	    jobs_accept_fn fn, void *arg)
+jobs_accept(struct jobs *j, int route, const char *request_id, const cJSON *body, jobs_accept_fn fn,
+	    void *arg)
 {
 	const char *rname = j->e->routes[route].cfg->name, *known_route = NULL, *state = NULL;
 	int64_t now = clock_wall_ms();
@@ -581,16 +583,16 @@ jobs_accept(struct jobs *j, int route, const char *request_id, const cJSON *body
 	jb->state = JOB_ACCEPTING;
 	jb->created_at = now;
 	{
-		struct store_val v[] = { SVT(request_id), SVT(rname), SVT("queued"), SVT(jb->body),
-					 SVI(now), SVI(now), SVI(0), SVN };
-		struct store_op op = { STORE_JOB_INSERT, v, (int)ARRAY_SIZE(v) };
+		struct store_val v[] = {SVT(request_id), SVT(rname), SVT("queued"), SVT(jb->body),
+					SVI(now),	 SVI(now),   SVI(0),	    SVN};
+		struct store_op op = {STORE_JOB_INSERT, v, (int)ARRAY_SIZE(v)};
 
 		r = engine_commit_later(j->e, &op, 1, job_accepted, jb);
 	}
 	if (r != 0) {
 		job_free(jb);
-		fn(j->e, arg, r, NULL, r == STORE_E_CLOSED ? "the store is closing" :
-				       "the job is too large to store");
+		fn(j->e, arg, r, NULL,
+		   r == STORE_E_CLOSED ? "the store is closing" : "the job is too large to store");
 		return;
 	}
 	/* Queue order is accept order; jobs_tick passes over it until committed. */
@@ -603,7 +605,6 @@ jobs_queued(const struct jobs *j)
 {
 	return j->nqueued + j->nspilled;
 }
-
 
 int
 jobs_running(const struct jobs *j)

@@ -14,9 +14,9 @@
 
 #include <cjson/cJSON.h>
 
-#define JOBS_MAX_RUNNING 16
+#define JOBS_MAX_RUNNING    16
 #define JOBS_START_PER_TICK 8
-#define JOBS_TICK_MS 100
+#define JOBS_TICK_MS	    100
 
 struct engine;
 struct jobs;
@@ -48,7 +48,8 @@ void jobs_accept(struct jobs *j, int route, const char *request_id, const cJSON 
 		 jobs_accept_fn fn, void *arg);
 /* Start what may start now. Called every JOBS_TICK_MS by the engine. */
 void jobs_tick(struct jobs *j);
-/* State of a job ("queued", "running", "done", "failed") and its response (new cJSON or NULL); -ENOENT when unknown. */
+/* State of a job ("queued", "running", "done", "failed") and its response (new cJSON or NULL);
+ * -ENOENT when unknown. */
 int jobs_lookup(struct jobs *j, const char *request_id, const char **route, const char **state,
 		cJSON **response);
 /* Jobs waiting to run (in memory or only in the table, see JOBS_MEM_MAX in jobs.c). */

@@ -11,7 +11,7 @@
 
 static enum log_level log_level = LOG_LEVEL_INFO;
 
-static const char *const level_names[] = { "debug", "info", "warn", "error" };
+static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void
 log_set_level(enum log_level level)

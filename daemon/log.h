@@ -11,6 +11,6 @@ void log_msg(enum log_level level, const char *module, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 #define log_debug(m, ...) log_msg(LOG_LEVEL_DEBUG, m, __VA_ARGS__)
-#define log_info(m, ...) log_msg(LOG_LEVEL_INFO, m, __VA_ARGS__)
-#define log_warn(m, ...) log_msg(LOG_LEVEL_WARN, m, __VA_ARGS__)
+#define log_info(m, ...)  log_msg(LOG_LEVEL_INFO, m, __VA_ARGS__)
+#define log_warn(m, ...)  log_msg(LOG_LEVEL_WARN, m, __VA_ARGS__)
 #define log_error(m, ...) log_msg(LOG_LEVEL_ERROR, m, __VA_ARGS__)

@@ -28,20 +28,19 @@
 static void
 usage(FILE *fp)
 {
-	fprintf(fp,
-		"usage: fuseboxd -c FILE [--check-config]\n"
-		"       fuseboxd --help | --version\n"
-		"\n"
-		"fuseboxd performs LLM calls guarded: one deadline shared by all retries,\n"
-		"classified retries, circuit breakers, bulkheads, routing, output validation\n"
-		"and a degradation ladder. See fuseboxd(8) and fusebox.json(5).\n"
-		"\n"
-		"  -c, --config FILE   configuration file (JSON)\n"
-		"      --check-config  validate FILE, print every error, exit 0 or 1\n"
-		"  -h, --help          this text and the configuration key reference\n"
-		"  -V, --version       print the version\n"
-		"\n"
-		"Configuration keys:\n");
+	fprintf(fp, "usage: fuseboxd -c FILE [--check-config]\n"
+		    "       fuseboxd --help | --version\n"
+		    "\n"
+		    "fuseboxd performs LLM calls guarded: one deadline shared by all retries,\n"
+		    "classified retries, circuit breakers, bulkheads, routing, output validation\n"
+		    "and a degradation ladder. See fuseboxd(8) and fusebox.json(5).\n"
+		    "\n"
+		    "  -c, --config FILE   configuration file (JSON)\n"
+		    "      --check-config  validate FILE, print every error, exit 0 or 1\n"
+		    "  -h, --help          this text and the configuration key reference\n"
+		    "  -V, --version       print the version\n"
+		    "\n"
+		    "Configuration keys:\n");
 	config_print_reference(fp);
 }
 
@@ -87,9 +86,10 @@ raise_nofile(void)
 				 (unsigned long long)old, strerror(errno));
 	}
 	if (rl.rlim_cur < 20000)
-		log_warn("main",
-			 "open-file limit is %llu: fewer concurrent calls than max_inflight may fit",
-			 (unsigned long long)rl.rlim_cur);
+		log_warn(
+			"main",
+			"open-file limit is %llu: fewer concurrent calls than max_inflight may fit",
+			(unsigned long long)rl.rlim_cur);
 }
 
 static void
@@ -114,11 +114,11 @@ int
 main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "check-config", no_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		{"config", required_argument, NULL, 'c'},
+		{"check-config", no_argument, NULL, 'k'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{NULL, 0, NULL, 0},
 	};
 	const char *path = NULL;
 	int check = 0, ch, r, sig, rc = 1;
@@ -183,7 +183,8 @@ main(int argc, char **argv)
 			 cfg->tokens_file);
 		tokens = NULL;
 	} else if (r != 0) {
-		log_error("main", "tokens file %s refused: %s", cfg->tokens_file, cause ? cause : "");
+		log_error("main", "tokens file %s refused: %s", cfg->tokens_file,
+			  cause ? cause : "");
 		goto out;
 	}
 	if (!is_loopback(cfg->listen_host) && !cfg->callers_require_token)

@@ -18,6 +18,7 @@ struct notify_stats {
 int notify_new(int queue_cap, struct notify **out);
 /* Flush what can be delivered within grace_ms, then stop. NULL ok. */
 void notify_free(struct notify *n, int grace_ms);
-/* POST body (copied) as application/json to url; kind ("alert", "callback", ...) for logs. 0 or -ENOSPC (dropped). */
+/* POST body (copied) as application/json to url; kind ("alert", "callback", ...) for logs. 0 or
+ * -ENOSPC (dropped). */
 int notify_post(struct notify *n, const char *url, const char *body, const char *kind, int tries);
 void notify_get_stats(struct notify *n, struct notify_stats *out);

@@ -534,7 +534,6 @@ obs_tick(struct obs *o, int64_t now_wall_ms)
 	obs_alerts_resend(o->alerts, now_wall_ms);
 }
 
-
 int
 obs_alert_firing(struct obs *o, const char *rule, int route)
 {
@@ -550,7 +549,6 @@ obs_alert_firing(struct obs *o, const char *rule, int route)
 			return alerts[i].state == ALERT_FIRING;
 	return -ENOENT;
 }
-
 
 static cJSON *
 window_json(const struct slo_counts *c)
@@ -580,12 +578,13 @@ window_json(const struct slo_counts *c)
 	{
 		/* issue "SLOs": review diff rate, rules-shadow and cross-check
 		 * agreement; null when nothing was decided / sampled */
-		static const char *const extra[] = { "review_diff_rate", "shadow_agreement",
-						     "cross_check_agreement" };
+		static const char *const extra[] = {"review_diff_rate", "shadow_agreement",
+						    "cross_check_agreement"};
 		double v;
 
 		for (i = 0; i < ARRAY_SIZE(extra); i++)
-			json_add_number(x, extra[i], slo_metric_value(c, extra[i], &v) == 0 ? v : NAN);
+			json_add_number(x, extra[i],
+					slo_metric_value(c, extra[i], &v) == 0 ? v : NAN);
 	}
 	bs = cJSON_AddObjectToObject(x, "by_source");
 	for (i = 0; i < ARRAY_SIZE(srcs); i++) {
@@ -605,18 +604,18 @@ budget_json(const struct slo_counts *sums, enum slo_kind k, double target)
 	int i;
 
 	json_add_number(x, "remaining",
-		  slo_budget_remaining(slo_good(&sums[OBS_NWINDOWS - 1], k),
-				       sums[OBS_NWINDOWS - 1].v[SLO_TOTAL], target));
+			slo_budget_remaining(slo_good(&sums[OBS_NWINDOWS - 1], k),
+					     sums[OBS_NWINDOWS - 1].v[SLO_TOTAL], target));
 	json_add_number(x, "burn_rate_1h",
-		  slo_burn_rate(slo_good(&sums[window_index(60)], k),
-				sums[window_index(60)].v[SLO_TOTAL], target));
+			slo_burn_rate(slo_good(&sums[window_index(60)], k),
+				      sums[window_index(60)].v[SLO_TOTAL], target));
 	br = cJSON_AddObjectToObject(x, "burn_rates");
 	for (i = 0; i < OBS_NWINDOWS; i++) {
 		char name[16];
 
 		obs_alerts_window_label(obs_windows[i], name, sizeof name);
 		json_add_number(br, name,
-			  slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
+				slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
 	}
 	return x;
 }
@@ -700,7 +699,6 @@ obs_slo_json(struct obs *o, int route, int64_t now_wall_ms)
 	return x;
 }
 
-
 const struct config *
 obs_config(const struct obs *o)
 {
@@ -738,8 +736,7 @@ obs_window_sums(const struct obs *o, int route, int64_t now_wall_ms,
 }
 
 int
-obs_alert_list(const struct obs *o, const struct alert_rule **rules,
-	       const struct alert **alerts)
+obs_alert_list(const struct obs *o, const struct alert_rule **rules, const struct alert **alerts)
 {
 	return obs_alerts_list(o->alerts, rules, alerts);
 }

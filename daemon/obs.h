@@ -24,32 +24,32 @@ struct obs;
 struct notify_stats;
 
 struct call_obs {
-	int route;		/* index into config routes */
-	enum source source;	/* SOURCE_NONE when exhausted (503) */
-	unsigned http_status;	/* 200, 202, 503, or 4xx for caller errors */
+	int route;	      /* index into config routes */
+	enum source source;   /* SOURCE_NONE when exhausted (503) */
+	unsigned http_status; /* 200, 202, 503, or 4xx for caller errors */
 	int level;
 	int degraded;
-	const char *reason;	/* NULL when not degraded */
+	const char *reason; /* NULL when not degraded */
 	int64_t elapsed_ms;
 	int64_t budget_ms;
 	int attempts;
 	int retries;
-	int timeouts;		/* attempts that ended first_byte_timeout / total_timeout */
-	int format_violations;	/* attempts that ended validation_format */
-	int review;		/* enqueued for review */
-	int64_t wall_ms;	/* when the call finished */
+	int timeouts;	       /* attempts that ended first_byte_timeout / total_timeout */
+	int format_violations; /* attempts that ended validation_format */
+	int review;	       /* enqueued for review */
+	int64_t wall_ms;       /* when the call finished */
 };
 
 struct attempt_obs {
 	int route;
-	int backend;		/* index into config backends */
+	int backend; /* index into config backends */
 	enum outcome outcome;
 	int64_t duration_ms;
-	int canary;		/* the target was a canary */
+	int canary; /* the target was a canary */
 };
 
-int obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int64_t now_wall_ms,
-	    struct obs **out, char **cause);
+int obs_new(const struct config *cfg, struct store *st, struct store_reader *rd,
+	    int64_t now_wall_ms, struct obs **out, char **cause);
 void obs_free(struct obs *o);
 void obs_call(struct obs *o, const struct call_obs *c);
 void obs_attempt(struct obs *o, const struct attempt_obs *a);

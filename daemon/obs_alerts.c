@@ -462,8 +462,8 @@ alert_emit(struct obs_alerts *o, struct alert *a)
 }
 
 void
-obs_alerts_eval(struct obs_alerts *o, int route, const int *windows,
-		const struct slo_counts *sums, int n, int64_t now_wall_ms)
+obs_alerts_eval(struct obs_alerts *o, int route, const int *windows, const struct slo_counts *sums,
+		int n, int64_t now_wall_ms)
 {
 	static const struct slo_counts zero;
 	int i;

@@ -71,8 +71,8 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 		return -EIO;
 	}
 	if (strcmp(ocfg->listen, ncfg->listen) != 0)
-		log_warn("reload", "listen changed (%s -> %s): takes effect at restart", ocfg->listen,
-			 ncfg->listen);
+		log_warn("reload", "listen changed (%s -> %s): takes effect at restart",
+			 ocfg->listen, ncfg->listen);
 	if (strcmp(ocfg->database, ncfg->database) != 0)
 		log_warn("reload", "database changed: takes effect at restart");
 	bmap = xcalloc((size_t)MAX(onb, 1), sizeof *bmap);
@@ -86,12 +86,14 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 	 * stay after the configured ones until their calls end. */
 	nnb = ncfg->nbackends;
 	for (i = 0; i < onb; i++)
-		if (config_backend_index(ncfg, e->backends[i].cfg->name) < 0 && backend_rt_busy(&e->backends[i]))
+		if (config_backend_index(ncfg, e->backends[i].cfg->name) < 0 &&
+		    backend_rt_busy(&e->backends[i]))
 			nnb++;
 	nb = xcalloc((size_t)MAX(nnb, 1), sizeof *nb);
 	for (i = 0; i < ncfg->nbackends; i++) {
 		for (j = 0; j < onb; j++)
-			if (bmap[j] < 0 && strcmp(e->backends[j].cfg->name, ncfg->backends[i].name) == 0)
+			if (bmap[j] < 0 &&
+			    strcmp(e->backends[j].cfg->name, ncfg->backends[i].name) == 0)
 				break;
 		if (j == onb) {
 			engine_backend_rt_init(&nb[i], &ncfg->backends[i]);
@@ -122,7 +124,8 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 	/* Routes: the same by name; live weights kept when the targets did not change. */
 	nnr = ncfg->nroutes;
 	for (i = 0; i < onr; i++)
-		if (config_route(ncfg, e->routes[i].cfg->name) == NULL && e->routes[i].live_calls > 0)
+		if (config_route(ncfg, e->routes[i].cfg->name) == NULL &&
+		    e->routes[i].live_calls > 0)
 			nnr++;
 	nr = xcalloc((size_t)MAX(nnr, 1), sizeof *nr);
 	for (i = 0; i < ncfg->nroutes; i++) {
@@ -140,12 +143,14 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 		if (!same_targets(e->routes[j].cfg, rc) ||
 		    rc->canary_guard.enabled != (nr[i].canary != NULL)) {
 			free(nr[i].weights);
-			nr[i].weights = xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].weights);
+			nr[i].weights =
+				xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].weights);
 			for (j = 0; j < rc->ntargets; j++)
 				nr[i].weights[j] = rc->targets[j].weight;
 			free(nr[i].canary);
 			nr[i].canary = rc->canary_guard.enabled
-					       ? xcalloc((size_t)MAX(rc->ntargets, 1), sizeof *nr[i].canary)
+					       ? xcalloc((size_t)MAX(rc->ntargets, 1),
+							 sizeof *nr[i].canary)
 					       : NULL;
 		}
 		nr[i].cfg = rc;

@@ -14,5 +14,6 @@ struct engine;
  * 0, or -EIO with *cause (nothing changed).
  */
 int reload_apply(struct engine *e, struct config *ncfg, char **cause);
-/* Reload from the current configuration file (and the tokens file). 0, or CONFIG_E_* / -errno with *cause. */
+/* Reload from the current configuration file (and the tokens file). 0, or CONFIG_E_* / -errno with
+ * *cause. */
 int reload_from_disk(struct engine *e, char **cause);

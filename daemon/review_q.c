@@ -42,7 +42,7 @@
 
 #define REVIEW_EXTRA_OPS_MAX 7
 #define REVIEW_ACCEPT_BATCH  256 /* auto-accepts per overflow pass (one commit) */
-#define REVIEW_UPDATE_VALS   7   /* values of STORE_REVIEW_UPDATE */
+#define REVIEW_UPDATE_VALS   7	 /* values of STORE_REVIEW_UPDATE */
 
 struct review_q {
 	char **names; /* route names (copied: a reload frees the config) */
@@ -142,8 +142,8 @@ item_row(void *arg, sqlite3_stmt *row)
 int
 review_q_get(struct engine *e, int64_t id, struct review_item *out, char **cause)
 {
-	struct store_val v[] = { SVI(id) };
-	struct item_read ir = { out, 0, 0 };
+	struct store_val v[] = {SVI(id)};
+	struct item_read ir = {out, 0, 0};
 	int r;
 
 	memset(out, 0, sizeof *out);
@@ -163,8 +163,6 @@ review_q_get(struct engine *e, int64_t id, struct review_item *out, char **cause
 out:
 	return r;
 }
-
-
 
 cJSON *
 review_json_value(const char *text)
@@ -289,7 +287,7 @@ review_change_op(const struct review_item *it, const struct review_change *ch,
 	v[4] = SVT(ch->note);
 	v[5] = ch->decided_at > 0 ? SVI(ch->decided_at) : SVN;
 	v[6] = SVI(it->id);
-	*op = (struct store_op){ STORE_REVIEW_UPDATE, v, REVIEW_UPDATE_VALS };
+	*op = (struct store_op){STORE_REVIEW_UPDATE, v, REVIEW_UPDATE_VALS};
 }
 
 /* it and its route's counts once the change is committed. */
@@ -359,7 +357,7 @@ static void
 review_event(struct engine *e, int64_t now, const char *kind, const char *subject,
 	     const char *detail)
 {
-	struct store_val v[] = { SVI(now), SVT(kind), SVT(subject), SVT(detail) };
+	struct store_val v[] = {SVI(now), SVT(kind), SVT(subject), SVT(detail)};
 
 	store_put(e->store, STORE_EVENT_INSERT, v, (int)ARRAY_SIZE(v));
 }
@@ -377,23 +375,24 @@ overflow_force_level(struct engine *e, int route, int level, int open, int capac
 	const char *name = rt->cfg->name;
 	char reason[128], detail[256], level_detail[256];
 	int old = engine_route_level(e, route);
-	struct control_level lv = { .level = -1, .detail = level_detail };
+	struct control_level lv = {.level = -1, .detail = level_detail};
 
 	if (level >= 0) {
 		snprintf(reason, sizeof reason, "review queue over capacity (%d > %d)", open,
 			 capacity);
 		snprintf(level_detail, sizeof level_detail, "L%d -> forced L%d by %s: %s", old,
 			 level, REVIEW_OVERFLOW_ACTOR, reason);
-		lv = (struct control_level){ level, REVIEW_OVERFLOW_ACTOR, reason, 0, level_detail };
+		lv = (struct control_level){level, REVIEW_OVERFLOW_ACTOR, reason, 0, level_detail};
 		snprintf(detail, sizeof detail,
 			 "queue over capacity (%d > %d): route forced to L%d", open, capacity,
 			 level);
 	} else {
 		if (rt->cfg->review.overflow != OVERFLOW_FORCE_L2)
-			snprintf(reason, sizeof reason, "review overflow policy is no longer force_l2");
+			snprintf(reason, sizeof reason,
+				 "review overflow policy is no longer force_l2");
 		else
-			snprintf(reason, sizeof reason, "review queue below capacity (%d < %d)", open,
-				 capacity);
+			snprintf(reason, sizeof reason, "review queue below capacity (%d < %d)",
+				 open, capacity);
 		snprintf(level_detail, sizeof level_detail,
 			 "forced L%d -> auto L%d (released by %s: %s)", old, rt->auto_level,
 			 REVIEW_OVERFLOW_ACTOR, reason);
@@ -430,8 +429,8 @@ overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, 
 		    char **cause)
 {
 	const char *name = e->routes[route].cfg->name;
-	struct store_val v[] = { SVT(name), SVI(PRIORITY_LOW), SVI(MIN(n, REVIEW_ACCEPT_BATCH)) };
-	struct id_list l = { .n = 0 };
+	struct store_val v[] = {SVT(name), SVI(PRIORITY_LOW), SVI(MIN(n, REVIEW_ACCEPT_BATCH))};
+	struct id_list l = {.n = 0};
 	struct accept {
 		struct review_item it;
 		struct store_val rv[REVIEW_UPDATE_VALS];
@@ -476,7 +475,7 @@ overflow_accept_low(struct engine *e, int route, int n, int open, int capacity, 
 		a->ev[1] = SVT("review_overflow");
 		a->ev[2] = SVT(name);
 		a->ev[3] = SVT(a->detail);
-		ops[2 * i + 1] = (struct store_op){ STORE_EVENT_INSERT, a->ev, 4 };
+		ops[2 * i + 1] = (struct store_op){STORE_EVENT_INSERT, a->ev, 4};
 	}
 	if (store_commit_now(e->store, ops, 2 * l.n, NULL, cause) != 0) {
 		r = REVIEW_Q_E_STORE;
@@ -664,7 +663,7 @@ review_q_enqueue(struct engine *e, const struct review_new *n, int64_t now_wall_
 			SVT(alt),
 			SVT(n->callback_url),
 		};
-		struct store_op op = { STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v) };
+		struct store_op op = {STORE_REVIEW_INSERT, v, (int)ARRAY_SIZE(v)};
 
 		r = engine_commit_later(e, &op, 1, review_q_enqueued, q);
 	}
@@ -722,7 +721,7 @@ overdue_count_row(void *arg, sqlite3_stmt *row)
 static int
 alert_firing_in_db(struct engine *e, const char *rule, const char *route)
 {
-	struct store_val v[] = { SVT(rule), SVT(route) };
+	struct store_val v[] = {SVT(rule), SVT(route)};
 
 	return store_reader_run_int(e->reader, STORE_Q_ALERT_FIRING, v, 2, 0) == 1;
 }
@@ -737,9 +736,10 @@ review_alert(struct engine *e, const char *route, const char *rule, const char *
 		return;
 	*firing = now_true;
 	{
-		struct store_val v[] = { SVT(rule),	  SVT(route),	   SVT(severity),
-					 SVT(now_true ? "firing" : "resolved"), SVR(value),
-					 SVR(threshold), SVI(now) };
+		struct store_val v[] = {SVT(rule),     SVT(route),
+					SVT(severity), SVT(now_true ? "firing" : "resolved"),
+					SVR(value),    SVR(threshold),
+					SVI(now)};
 
 		store_put(e->store, STORE_ALERT_INSERT, v, (int)ARRAY_SIZE(v));
 	}
@@ -753,7 +753,7 @@ void
 review_q_tick(struct engine *e, int64_t now_wall_ms)
 {
 	struct review_q *q = e->review_q;
-	struct overdue_scan s = { e, now_wall_ms, NULL };
+	struct overdue_scan s = {e, now_wall_ms, NULL};
 	char *cause = NULL;
 	int i, open = 0;
 
@@ -763,7 +763,7 @@ review_q_tick(struct engine *e, int64_t now_wall_ms)
 		open += q->counts[i].open;
 	s.overdue = xcalloc((size_t)MAX(q->nroutes, 1), sizeof *s.overdue);
 	if (open > 0 && now_wall_ms > q->overdue_mark) {
-		struct store_val v[] = { SVI(q->overdue_mark), SVI(now_wall_ms) };
+		struct store_val v[] = {SVI(q->overdue_mark), SVI(now_wall_ms)};
 
 		if (store_reader_run(e->reader, STORE_Q_REVIEW_NEWLY_OVERDUE, v, (int)ARRAY_SIZE(v),
 				     overdue_row, &s, &cause) != 0)
@@ -771,7 +771,7 @@ review_q_tick(struct engine *e, int64_t now_wall_ms)
 		q->overdue_mark = now_wall_ms;
 	}
 	if (open > 0) {
-		struct store_val v[] = { SVI(now_wall_ms) };
+		struct store_val v[] = {SVI(now_wall_ms)};
 
 		if (store_reader_run(e->reader, STORE_Q_REVIEW_OVERDUE_BY_ROUTE, v, 1,
 				     overdue_count_row, &s, &cause) != 0)
@@ -863,7 +863,7 @@ int
 review_q_load(struct engine *e, char **cause)
 {
 	struct review_q *q = review_q_new(e->cfg);
-	struct store_val v[] = { SVT("review_overdue") };
+	struct store_val v[] = {SVT("review_overdue")};
 	int r;
 
 	if ((r = review_q_count(e, q, cause)) != 0)

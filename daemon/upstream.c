@@ -79,8 +79,8 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	}
 	if (backup && !(p && p->passthrough)) {
 		for (i = 0; i < rc->backup.nfew_shot; i++)
-			add_message(&b, &n, rc->backup.few_shot[i].role, rc->backup.few_shot[i].content,
-				    &tokens);
+			add_message(&b, &n, rc->backup.few_shot[i].role,
+				    rc->backup.few_shot[i].content, &tokens);
 		if (rc->backup.has_temperature)
 			temperature = rc->backup.temperature;
 	}
@@ -95,10 +95,12 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 			if (have_system && m == first)
 				continue;
 			if (cJSON_IsString(role) && cJSON_IsString(content))
-				add_message(&b, &n, role->valuestring, content->valuestring, &tokens);
+				add_message(&b, &n, role->valuestring, content->valuestring,
+					    &tokens);
 		}
 	} else {
-		char *user = upstream_render(rc->prompt.user ? rc->prompt.user : "{{input}}", input);
+		char *user =
+			upstream_render(rc->prompt.user ? rc->prompt.user : "{{input}}", input);
 
 		add_message(&b, &n, "user", user, &tokens);
 		free(user);
@@ -113,7 +115,8 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	if (p && p->response_format) {
 		buf_puts(&b, ",\"response_format\":");
 		json_buf_item(&b, p->response_format);
-	} else if (rc->prompt.response_format_json && rc->output.present && !(p && p->passthrough)) {
+	} else if (rc->prompt.response_format_json && rc->output.present &&
+		   !(p && p->passthrough)) {
 		buf_puts(&b, ",\"response_format\":{\"type\":\"json_object\"}");
 	}
 	if (p && p->stream)

@@ -19,12 +19,12 @@ enum upstream_e { UPSTREAM_E_INVALID = 1 };
 
 /* What the OpenAI-compatible facade passes through (chat completions). */
 struct upstream_params {
-	int passthrough;	     /* the caller's messages verbatim, no route prompt */
+	int passthrough; /* the caller's messages verbatim, no route prompt */
 	int has_temperature;
 	double temperature;
-	int max_tokens;		     /* 0: the route's */
+	int max_tokens;		      /* 0: the route's */
 	const cJSON *response_format; /* borrowed; NULL: the route's choice */
-	int stream;		     /* ask the upstream for SSE ("stream": true) */
+	int stream;		      /* ask the upstream for SSE ("stream": true) */
 };
 
 /*
@@ -64,7 +64,8 @@ int upstream_chunk_delta(const char *payload, size_t len, char **content, int *f
 struct upstream_reply {
 	char *content; /* choices[0].message.content (owned), "" when null */
 	int64_t prompt_tokens;
-	int64_t completion_tokens; /* -1 when usage is absent; either count -1 when not in [0, 1e15] */
+	int64_t completion_tokens; /* -1 when usage is absent; either count -1 when not in [0, 1e15]
+				    */
 };
 
 /* Parse a chat.completion body. 0 or UPSTREAM_E_INVALID. */
@@ -74,12 +75,12 @@ void upstream_reply_clear(struct upstream_reply *r);
 /* What curl and the wire said about one finished attempt. */
 struct upstream_facts {
 	CURLcode code;
-	long http_status;  /* 0 when no status line */
-	int connected;	   /* the TCP connection was established */
-	int got_headers;   /* the response headers were complete */
-	int body_too_big;  /* max_response_bytes reached */
-	int json_type;	   /* Content-Type is application/json (or absent) */
-	int bad_framing;   /* curl's error says the HTTP framing was broken (chunked encoding) */
+	long http_status; /* 0 when no status line */
+	int connected;	  /* the TCP connection was established */
+	int got_headers;  /* the response headers were complete */
+	int body_too_big; /* max_response_bytes reached */
+	int json_type;	  /* Content-Type is application/json (or absent) */
+	int bad_framing;  /* curl's error says the HTTP framing was broken (chunked encoding) */
 };
 
 /*

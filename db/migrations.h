@@ -7,9 +7,9 @@
  */
 
 struct migration {
-	int version;		/* NNN of the file name */
-	const char *name;	/* file name without ".sql", e.g. "001_initial" */
-	const char *sql;	/* the whole file, run with sqlite3_exec() */
+	int version;	  /* NNN of the file name */
+	const char *name; /* file name without ".sql", e.g. "001_initial" */
+	const char *sql;  /* the whole file, run with sqlite3_exec() */
 };
 
 extern const struct migration migrations[];

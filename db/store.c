@@ -19,7 +19,7 @@
 #include "migrations.h"
 #include "store_int.h"
 
-#define STORE_BUSY_TIMEOUT_MS	5000
+#define STORE_BUSY_TIMEOUT_MS 5000
 
 struct store_stmt_def {
 	const char *name;
@@ -28,100 +28,100 @@ struct store_stmt_def {
 
 /* The writer's statements; column orders are documented in store.h. */
 static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
-	[STORE_CALL_INSERT] = { "call_insert",
-	    "INSERT OR REPLACE INTO calls (id, request_id, route, started_at, "
-	    "finished_at, elapsed_ms, budget_ms, level, source, backend, "
-	    "degraded, reason, attempts, confidence, review, http_status, "
-	    "input, result, response, status) VALUES (?1, ?2, ?3, ?4, ?5, "
-	    "?6, ?7, ?8, ?9, ?10, coalesce(?11, 0), ?12, coalesce(?13, 0), "
-	    "?14, coalesce(?15, 0), ?16, ?17, ?18, ?19, ?20)" },
-	[STORE_ATTEMPT_INSERT] = { "attempt_insert",
-	    "INSERT INTO attempts (id, call_id, request_id, route, backend, "
-	    "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
-	    "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
-	    "output_tokens, raw_output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-	    "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)" },
-	[STORE_VFAIL_INSERT] = { "vfail_insert",
-	    "INSERT INTO validation_failures (id, attempt_id, call_id, route, "
-	    "stage, rule, detail, raw_output, at) VALUES (?1, ?2, ?3, ?4, ?5, "
-	    "?6, ?7, ?8, ?9)" },
-	[STORE_DEGRADATION_INSERT] = { "degradation_insert",
-	    "INSERT INTO degradations (id, call_id, route, from_step, "
-	    "to_step, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" },
-	[STORE_EVENT_INSERT] = { "event_insert",
-	    "INSERT INTO events (at, kind, subject, detail) "
-	    "VALUES (?1, ?2, ?3, ?4)" },
-	[STORE_SLO_MINUTE_ADD] = { "slo_minute_add",
-	    "INSERT INTO slo_minutes (route, minute, total, service_good, "
-	    "smart_good, latency_ok, timeouts, retries, attempts, "
-	    "format_violations, src_llm, src_backup, src_rules, src_cache, "
-	    "src_preset, src_manual, review_decided, review_corrected, "
-	    "shadow_total, shadow_agree, cross_total, cross_agree) VALUES "
-	    "(?1, ?2, coalesce(?3, 0), coalesce(?4, 0), coalesce(?5, 0), "
-	    "coalesce(?6, 0), coalesce(?7, 0), coalesce(?8, 0), "
-	    "coalesce(?9, 0), coalesce(?10, 0), coalesce(?11, 0), "
-	    "coalesce(?12, 0), coalesce(?13, 0), coalesce(?14, 0), "
-	    "coalesce(?15, 0), coalesce(?16, 0), coalesce(?17, 0), "
-	    "coalesce(?18, 0), coalesce(?19, 0), coalesce(?20, 0), "
-	    "coalesce(?21, 0), coalesce(?22, 0)) "
-	    "ON CONFLICT (route, minute) DO UPDATE SET "
-	    "total = total + excluded.total, "
-	    "service_good = service_good + excluded.service_good, "
-	    "smart_good = smart_good + excluded.smart_good, "
-	    "latency_ok = latency_ok + excluded.latency_ok, "
-	    "timeouts = timeouts + excluded.timeouts, "
-	    "retries = retries + excluded.retries, "
-	    "attempts = attempts + excluded.attempts, "
-	    "format_violations = format_violations + "
-	    "excluded.format_violations, "
-	    "src_llm = src_llm + excluded.src_llm, "
-	    "src_backup = src_backup + excluded.src_backup, "
-	    "src_rules = src_rules + excluded.src_rules, "
-	    "src_cache = src_cache + excluded.src_cache, "
-	    "src_preset = src_preset + excluded.src_preset, "
-	    "src_manual = src_manual + excluded.src_manual, "
-	    "review_decided = review_decided + excluded.review_decided, "
-	    "review_corrected = review_corrected + excluded.review_corrected, "
-	    "shadow_total = shadow_total + excluded.shadow_total, "
-	    "shadow_agree = shadow_agree + excluded.shadow_agree, "
-	    "cross_total = cross_total + excluded.cross_total, "
-	    "cross_agree = cross_agree + excluded.cross_agree" },
-	[STORE_JOB_INSERT] = { "job_insert",
-	    "INSERT INTO jobs (request_id, route, state, body, created_at, "
-	    "updated_at, tries, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-	    "coalesce(?7, 0), ?8)" },
-	[STORE_JOB_UPDATE] = { "job_update",
-	    "UPDATE jobs SET state = ?1, updated_at = ?2, "
-	    "tries = coalesce(?3, 0), response = ?4 WHERE request_id = ?5" },
-	[STORE_OVERRIDE_UPSERT] = { "override_upsert",
-	    "INSERT INTO overrides (kind, subject, value, actor, reason, "
-	    "until, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-	    "ON CONFLICT (kind, subject) DO UPDATE SET "
-	    "value = excluded.value, actor = excluded.actor, "
-	    "reason = excluded.reason, until = excluded.until, "
-	    "at = excluded.at" },
-	[STORE_OVERRIDE_DELETE] = { "override_delete",
-	    "DELETE FROM overrides WHERE kind = ?1 AND subject = ?2" },
-	[STORE_AUDIT_INSERT] = { "audit_insert",
-	    "INSERT INTO audit (at, actor, action, target, before, after, "
-	    "remote) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" },
-	[STORE_ALERT_INSERT] = { "alert_insert",
-	    "INSERT INTO alerts (rule, route, severity, state, value, "
-	    "threshold, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" },
-	[STORE_REVIEW_INSERT] = { "review_insert",
-	    "INSERT INTO reviews (id, route, request_id, call_id, priority, "
-	    "reason, state, created_at, due_at, input, raw_output, result, "
-	    "confidence, alt_result, callback_url) VALUES (?1, ?2, ?3, ?4, "
-	    "coalesce(?5, 0), ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)" },
-	[STORE_REVIEW_UPDATE] = { "review_update",
-	    "UPDATE reviews SET state = ?1, reviewer = ?2, verdict = ?3, "
-	    "corrected_result = ?4, note = ?5, decided_at = ?6 "
-	    "WHERE id = ?7" },
-	[STORE_CACHE_UPSERT] = { "cache_upsert",
-	    "INSERT INTO cache (route, key, result, confidence, stored_at) "
-	    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (route, key) DO UPDATE "
-	    "SET result = excluded.result, confidence = excluded.confidence, "
-	    "stored_at = excluded.stored_at" },
+	[STORE_CALL_INSERT] = {"call_insert",
+			       "INSERT OR REPLACE INTO calls (id, request_id, route, started_at, "
+			       "finished_at, elapsed_ms, budget_ms, level, source, backend, "
+			       "degraded, reason, attempts, confidence, review, http_status, "
+			       "input, result, response, status) VALUES (?1, ?2, ?3, ?4, ?5, "
+			       "?6, ?7, ?8, ?9, ?10, coalesce(?11, 0), ?12, coalesce(?13, 0), "
+			       "?14, coalesce(?15, 0), ?16, ?17, ?18, ?19, ?20)"},
+	[STORE_ATTEMPT_INSERT] = {"attempt_insert",
+				  "INSERT INTO attempts (id, call_id, request_id, route, backend, "
+				  "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
+				  "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
+				  "output_tokens, raw_output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+				  "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
+	[STORE_VFAIL_INSERT] = {"vfail_insert",
+				"INSERT INTO validation_failures (id, attempt_id, call_id, route, "
+				"stage, rule, detail, raw_output, at) VALUES (?1, ?2, ?3, ?4, ?5, "
+				"?6, ?7, ?8, ?9)"},
+	[STORE_DEGRADATION_INSERT] = {"degradation_insert",
+				      "INSERT INTO degradations (id, call_id, route, from_step, "
+				      "to_step, reason, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+	[STORE_EVENT_INSERT] = {"event_insert", "INSERT INTO events (at, kind, subject, detail) "
+						"VALUES (?1, ?2, ?3, ?4)"},
+	[STORE_SLO_MINUTE_ADD] =
+		{"slo_minute_add",
+		 "INSERT INTO slo_minutes (route, minute, total, service_good, "
+		 "smart_good, latency_ok, timeouts, retries, attempts, "
+		 "format_violations, src_llm, src_backup, src_rules, src_cache, "
+		 "src_preset, src_manual, review_decided, review_corrected, "
+		 "shadow_total, shadow_agree, cross_total, cross_agree) VALUES "
+		 "(?1, ?2, coalesce(?3, 0), coalesce(?4, 0), coalesce(?5, 0), "
+		 "coalesce(?6, 0), coalesce(?7, 0), coalesce(?8, 0), "
+		 "coalesce(?9, 0), coalesce(?10, 0), coalesce(?11, 0), "
+		 "coalesce(?12, 0), coalesce(?13, 0), coalesce(?14, 0), "
+		 "coalesce(?15, 0), coalesce(?16, 0), coalesce(?17, 0), "
+		 "coalesce(?18, 0), coalesce(?19, 0), coalesce(?20, 0), "
+		 "coalesce(?21, 0), coalesce(?22, 0)) "
+		 "ON CONFLICT (route, minute) DO UPDATE SET "
+		 "total = total + excluded.total, "
+		 "service_good = service_good + excluded.service_good, "
+		 "smart_good = smart_good + excluded.smart_good, "
+		 "latency_ok = latency_ok + excluded.latency_ok, "
+		 "timeouts = timeouts + excluded.timeouts, "
+		 "retries = retries + excluded.retries, "
+		 "attempts = attempts + excluded.attempts, "
+		 "format_violations = format_violations + "
+		 "excluded.format_violations, "
+		 "src_llm = src_llm + excluded.src_llm, "
+		 "src_backup = src_backup + excluded.src_backup, "
+		 "src_rules = src_rules + excluded.src_rules, "
+		 "src_cache = src_cache + excluded.src_cache, "
+		 "src_preset = src_preset + excluded.src_preset, "
+		 "src_manual = src_manual + excluded.src_manual, "
+		 "review_decided = review_decided + excluded.review_decided, "
+		 "review_corrected = review_corrected + excluded.review_corrected, "
+		 "shadow_total = shadow_total + excluded.shadow_total, "
+		 "shadow_agree = shadow_agree + excluded.shadow_agree, "
+		 "cross_total = cross_total + excluded.cross_total, "
+		 "cross_agree = cross_agree + excluded.cross_agree"},
+	[STORE_JOB_INSERT] = {"job_insert",
+			      "INSERT INTO jobs (request_id, route, state, body, created_at, "
+			      "updated_at, tries, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+			      "coalesce(?7, 0), ?8)"},
+	[STORE_JOB_UPDATE] = {"job_update",
+			      "UPDATE jobs SET state = ?1, updated_at = ?2, "
+			      "tries = coalesce(?3, 0), response = ?4 WHERE request_id = ?5"},
+	[STORE_OVERRIDE_UPSERT] = {"override_upsert",
+				   "INSERT INTO overrides (kind, subject, value, actor, reason, "
+				   "until, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+				   "ON CONFLICT (kind, subject) DO UPDATE SET "
+				   "value = excluded.value, actor = excluded.actor, "
+				   "reason = excluded.reason, until = excluded.until, "
+				   "at = excluded.at"},
+	[STORE_OVERRIDE_DELETE] = {"override_delete",
+				   "DELETE FROM overrides WHERE kind = ?1 AND subject = ?2"},
+	[STORE_AUDIT_INSERT] = {"audit_insert",
+				"INSERT INTO audit (at, actor, action, target, before, after, "
+				"remote) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+	[STORE_ALERT_INSERT] = {"alert_insert",
+				"INSERT INTO alerts (rule, route, severity, state, value, "
+				"threshold, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"},
+	[STORE_REVIEW_INSERT] = {"review_insert",
+				 "INSERT INTO reviews (id, route, request_id, call_id, priority, "
+				 "reason, state, created_at, due_at, input, raw_output, result, "
+				 "confidence, alt_result, callback_url) VALUES (?1, ?2, ?3, ?4, "
+				 "coalesce(?5, 0), ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"},
+	[STORE_REVIEW_UPDATE] = {"review_update",
+				 "UPDATE reviews SET state = ?1, reviewer = ?2, verdict = ?3, "
+				 "corrected_result = ?4, note = ?5, decided_at = ?6 "
+				 "WHERE id = ?7"},
+	[STORE_CACHE_UPSERT] = {"cache_upsert",
+				"INSERT INTO cache (route, key, result, confidence, stored_at) "
+				"VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (route, key) DO UPDATE "
+				"SET result = excluded.result, confidence = excluded.confidence, "
+				"stored_at = excluded.stored_at"},
 };
 
 /* The columns of a review item, as daemon/review_q.h's review_item_from_row() reads them. */
@@ -379,8 +379,7 @@ store_exec(sqlite3 *db, const char *sql, char **cause)
 	int rc = 0;
 
 	if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) {
-		store_cause_set(cause, "%s: %s", sql,
-		    err != NULL ? err : sqlite3_errmsg(db));
+		store_cause_set(cause, "%s: %s", sql, err != NULL ? err : sqlite3_errmsg(db));
 		rc = STORE_E_SQL;
 	}
 	sqlite3_free(err);
@@ -403,8 +402,7 @@ store_bind(sqlite3_stmt *stmt, const struct store_val *vals, int nvals)
 			break;
 		case SV_TEXT:
 			if (vals[i].s != NULL) {
-				rc = sqlite3_bind_text(stmt, i + 1, vals[i].s,
-				    -1, SQLITE_STATIC);
+				rc = sqlite3_bind_text(stmt, i + 1, vals[i].s, -1, SQLITE_STATIC);
 				break;
 			}
 			/* FALLTHROUGH */
@@ -422,8 +420,8 @@ store_bind(sqlite3_stmt *stmt, const struct store_val *vals, int nvals)
  * bindings cleared whatever happens. 0 or STORE_E_SQL with *cause.
  */
 int
-store_stmt_run(struct store *st, enum store_stmt which,
-    const struct store_val *vals, int nvals, char **cause)
+store_stmt_run(struct store *st, enum store_stmt which, const struct store_val *vals, int nvals,
+	       char **cause)
 {
 	sqlite3_stmt *stmt = st->stmts[which];
 	int rc = 0, src;
@@ -433,7 +431,7 @@ store_stmt_run(struct store *st, enum store_stmt which,
 		src = sqlite3_step(stmt);
 	if (src != SQLITE_DONE && src != SQLITE_ROW) {
 		store_cause_set(cause, "%s: %s", store_stmt_defs[which].name,
-		    sqlite3_errmsg(st->db));
+				sqlite3_errmsg(st->db));
 		rc = STORE_E_SQL;
 	}
 	sqlite3_reset(stmt);
@@ -446,8 +444,8 @@ store_stmt_run(struct store *st, enum store_stmt which,
  * 0 or -EINVAL.
  */
 int
-store_args_check(const struct store *st, enum store_stmt stmt,
-    const struct store_val *vals, int nvals)
+store_args_check(const struct store *st, enum store_stmt stmt, const struct store_val *vals,
+		 int nvals)
 {
 	int rc = 0;
 
@@ -467,11 +465,10 @@ store_version_read(sqlite3 *db, int *version, char **cause)
 	sqlite3_stmt *stmt = NULL;
 	int rc = 0;
 
-	if (sqlite3_prepare_v2(db, store_query_defs[STORE_Q_SCHEMA_VERSION].sql,
-	    -1, &stmt, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db, store_query_defs[STORE_Q_SCHEMA_VERSION].sql, -1, &stmt, NULL) !=
+		    SQLITE_OK ||
 	    sqlite3_step(stmt) != SQLITE_ROW) {
-		store_cause_set(cause, "reading schema_migrations: %s",
-		    sqlite3_errmsg(db));
+		store_cause_set(cause, "reading schema_migrations: %s", sqlite3_errmsg(db));
 		rc = STORE_E_SQL;
 		goto out;
 	}
@@ -499,17 +496,19 @@ store_migration_apply(sqlite3 *db, const struct migration *m, char **cause)
 		goto out;
 	if (sqlite3_exec(db, m->sql, NULL, NULL, &err) != SQLITE_OK) {
 		store_cause_set(cause, "migration %s: %s", m->name,
-		    err != NULL ? err : sqlite3_errmsg(db));
+				err != NULL ? err : sqlite3_errmsg(db));
 		rc = STORE_E_SQL;
 		goto out;
 	}
-	if (sqlite3_prepare_v2(db, "INSERT INTO schema_migrations (version, "
-	    "applied_at) VALUES (?1, ?2)", -1, &stmt, NULL) != SQLITE_OK ||
+	if (sqlite3_prepare_v2(db,
+			       "INSERT INTO schema_migrations (version, "
+			       "applied_at) VALUES (?1, ?2)",
+			       -1, &stmt, NULL) != SQLITE_OK ||
 	    sqlite3_bind_int(stmt, 1, m->version) != SQLITE_OK ||
 	    sqlite3_bind_int64(stmt, 2, store_wall_ms()) != SQLITE_OK ||
 	    sqlite3_step(stmt) != SQLITE_DONE) {
-		store_cause_set(cause, "migration %s: recording it: %s",
-		    m->name, sqlite3_errmsg(db));
+		store_cause_set(cause, "migration %s: recording it: %s", m->name,
+				sqlite3_errmsg(db));
 		rc = STORE_E_SQL;
 		goto out;
 	}
@@ -532,17 +531,20 @@ store_migrate(sqlite3 *db, char **cause)
 {
 	int rc, i, version = 0, known = store_known_version();
 
-	rc = store_exec(db, "CREATE TABLE IF NOT EXISTS schema_migrations "
-	    "(version INTEGER PRIMARY KEY, applied_at INTEGER)", cause);
+	rc = store_exec(db,
+			"CREATE TABLE IF NOT EXISTS schema_migrations "
+			"(version INTEGER PRIMARY KEY, applied_at INTEGER)",
+			cause);
 	if (rc != 0)
 		goto out;
 	rc = store_version_read(db, &version, cause);
 	if (rc != 0)
 		goto out;
 	if (version > known) {
-		store_cause_set(cause, "database schema version %d is newer "
-		    "than this fuseboxd (knows %d): upgrade fuseboxd", version,
-		    known);
+		store_cause_set(cause,
+				"database schema version %d is newer "
+				"than this fuseboxd (knows %d): upgrade fuseboxd",
+				version, known);
 		rc = STORE_E_NEWER;
 		goto out;
 	}
@@ -564,10 +566,9 @@ store_db_open(const char *path, int flags, sqlite3 **out, char **cause)
 	sqlite3 *db = NULL;
 	int rc = 0;
 
-	if (sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX,
-	    NULL) != SQLITE_OK) {
-		store_cause_set(cause, "%s: %s", path, db != NULL ?
-		    sqlite3_errmsg(db) : "out of memory");
+	if (sqlite3_open_v2(path, &db, flags | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		store_cause_set(cause, "%s: %s", path,
+				db != NULL ? sqlite3_errmsg(db) : "out of memory");
 		rc = STORE_E_SQL;
 		goto out;
 	}
@@ -588,18 +589,18 @@ store_db_configure(sqlite3 *db, const char *path, char **cause)
 	const char *mode;
 	int rc = 0;
 
-	if (sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &stmt,
-	    NULL) != SQLITE_OK || sqlite3_step(stmt) != SQLITE_ROW) {
-		store_cause_set(cause, "%s: setting WAL mode: %s", path,
-		    sqlite3_errmsg(db));
+	if (sqlite3_prepare_v2(db, "PRAGMA journal_mode = WAL", -1, &stmt, NULL) != SQLITE_OK ||
+	    sqlite3_step(stmt) != SQLITE_ROW) {
+		store_cause_set(cause, "%s: setting WAL mode: %s", path, sqlite3_errmsg(db));
 		rc = STORE_E_SQL;
 		goto out;
 	}
 	mode = (const char *)sqlite3_column_text(stmt, 0);
-	if (mode == NULL || (strcmp(mode, "wal") != 0 &&
-	    strcmp(mode, "memory") != 0)) {
-		store_cause_set(cause, "%s: cannot use WAL mode (journal mode "
-		    "is %s)", path, mode != NULL ? mode : "unknown");
+	if (mode == NULL || (strcmp(mode, "wal") != 0 && strcmp(mode, "memory") != 0)) {
+		store_cause_set(cause,
+				"%s: cannot use WAL mode (journal mode "
+				"is %s)",
+				path, mode != NULL ? mode : "unknown");
 		rc = STORE_E_SQL;
 		goto out;
 	}
@@ -608,8 +609,7 @@ store_db_configure(sqlite3 *db, const char *path, char **cause)
 		rc = store_exec(db, "PRAGMA foreign_keys = OFF", cause);
 	/* Trim the WAL file after checkpoints instead of keeping its peak. */
 	if (rc == 0)
-		rc = store_exec(db, "PRAGMA journal_size_limit = 67108864",
-		    cause);
+		rc = store_exec(db, "PRAGMA journal_size_limit = 67108864", cause);
 out:
 	sqlite3_finalize(stmt);
 	return rc;
@@ -622,10 +622,10 @@ store_stmts_prepare(struct store *st, char **cause)
 
 	for (i = 0; i < STORE_STMT__COUNT; i++) {
 		if (sqlite3_prepare_v3(st->db, store_stmt_defs[i].sql, -1,
-		    SQLITE_PREPARE_PERSISTENT, &st->stmts[i], NULL) !=
-		    SQLITE_OK) {
-			store_cause_set(cause, "preparing %s: %s",
-			    store_stmt_defs[i].name, sqlite3_errmsg(st->db));
+				       SQLITE_PREPARE_PERSISTENT, &st->stmts[i],
+				       NULL) != SQLITE_OK) {
+			store_cause_set(cause, "preparing %s: %s", store_stmt_defs[i].name,
+					sqlite3_errmsg(st->db));
 			rc = STORE_E_SQL;
 			goto out;
 		}
@@ -639,8 +639,7 @@ out:
 int
 store_known_version(void)
 {
-	return migrations_count > 0 ?
-	    migrations[migrations_count - 1].version : 0;
+	return migrations_count > 0 ? migrations[migrations_count - 1].version : 0;
 }
 
 /* Free a store that may be half-built. The writer must not be running. */
@@ -655,8 +654,7 @@ store_free(struct store *st)
 		for (i = 0; i < STORE_PRUNE_COUNT; i++)
 			sqlite3_finalize(st->prune_stmts[i]);
 		if (st->db != NULL && sqlite3_close(st->db) != SQLITE_OK)
-			fprintf(stderr, "store: close: %s\n",
-			    sqlite3_errmsg(st->db));
+			fprintf(stderr, "store: close: %s\n", sqlite3_errmsg(st->db));
 		if (st->ring != NULL)
 			store_rows_free(st, st->ring, st->cap);
 		free(st->ring);
@@ -670,8 +668,7 @@ store_free(struct store *st)
 }
 
 int
-store_open(const char *path, int queue_cap, struct store **out,
-    char **cause)
+store_open(const char *path, int queue_cap, struct store **out, char **cause)
 {
 	struct store *st = NULL;
 	pthread_condattr_t attr;
@@ -692,15 +689,13 @@ store_open(const char *path, int queue_cap, struct store **out,
 	pthread_condattr_destroy(&attr);
 	pthread_cond_init(&st->done_cond, NULL);
 	st->cap = queue_cap;
-	st->threshold = queue_cap < STORE_BATCH_ROWS ? queue_cap :
-	    STORE_BATCH_ROWS;
+	st->threshold = queue_cap < STORE_BATCH_ROWS ? queue_cap : STORE_BATCH_ROWS;
 	st->boost_rows = queue_cap / 8 > 0 ? queue_cap / 8 : 1;
 	st->ring = store_alloc(sizeof(*st->ring) * (size_t)queue_cap);
 	memset(st->ring, 0, sizeof(*st->ring) * (size_t)queue_cap);
 	st->reqs_tail = &st->reqs;
 
-	rc = store_db_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-	    &st->db, cause);
+	rc = store_db_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &st->db, cause);
 	if (rc != 0)
 		goto out;
 	rc = store_db_configure(st->db, path, cause);
@@ -715,8 +710,7 @@ store_open(const char *path, int queue_cap, struct store **out,
 
 	rc = pthread_create(&st->thread, NULL, store_writer_main, st);
 	if (rc != 0) {
-		store_cause_set(cause, "store writer thread: %s",
-		    strerror(rc));
+		store_cause_set(cause, "store writer thread: %s", strerror(rc));
 		rc = -rc;
 		goto out;
 	}
@@ -743,8 +737,7 @@ store_close(struct store *st)
 }
 
 int
-store_put(struct store *st, enum store_stmt stmt,
-    const struct store_val *vals, int nvals)
+store_put(struct store *st, enum store_stmt stmt, const struct store_val *vals, int nvals)
 {
 	struct store_row *row = NULL;
 	int rc;
@@ -795,4 +788,3 @@ store_get_stats(struct store *st, struct store_stats *out)
 	pthread_mutex_unlock(&st->lock);
 	out->spare_blocks += store_spares_count(st);
 }
-

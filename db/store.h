@@ -14,10 +14,10 @@
 #include <stdint.h>
 
 enum store_e {
-	STORE_E_FULL = 1,	/* async queue full: row dropped and counted */
-	STORE_E_NEWER,		/* DB schema newer than this binary */
-	STORE_E_SQL,		/* SQLite error; *cause says which */
-	STORE_E_CLOSED,		/* store is closing */
+	STORE_E_FULL = 1, /* async queue full: row dropped and counted */
+	STORE_E_NEWER,	  /* DB schema newer than this binary */
+	STORE_E_SQL,	  /* SQLite error; *cause says which */
+	STORE_E_CLOSED,	  /* store is closing */
 };
 
 enum store_val_type { SV_NULL = 0, SV_INT, SV_REAL, SV_TEXT };
@@ -37,14 +37,13 @@ struct store_val {
 static inline struct store_val
 store_val_text(const char *s)
 {
-	return (struct store_val){ .type = s != NULL ? SV_TEXT : SV_NULL,
-	    .s = s };
+	return (struct store_val){.type = s != NULL ? SV_TEXT : SV_NULL, .s = s};
 }
 
-#define SVI(x) ((struct store_val){ .type = SV_INT, .i = (x) })
-#define SVR(x) ((struct store_val){ .type = SV_REAL, .d = (x) })
+#define SVI(x) ((struct store_val){.type = SV_INT, .i = (x)})
+#define SVR(x) ((struct store_val){.type = SV_REAL, .d = (x)})
 #define SVT(x) store_val_text(x)
-#define SVN ((struct store_val){ .type = SV_NULL })
+#define SVN    ((struct store_val){.type = SV_NULL})
 
 /*
  * The statements the writer knows. Each binds ?1..?N in the column order
@@ -325,21 +324,21 @@ struct store_op {
 struct store;
 
 struct store_stats {
-	uint64_t rows_written;	/* rows executed and committed (incl. commit-now) */
-	uint64_t batches;	/* write transactions committed (not prune) */
-	uint64_t dropped;	/* store_put() rows refused: queue full */
-	uint64_t sync_commits;	/* transactions committed with synchronous=FULL */
+	uint64_t rows_written; /* rows executed and committed (incl. commit-now) */
+	uint64_t batches;      /* write transactions committed (not prune) */
+	uint64_t dropped;      /* store_put() rows refused: queue full */
+	uint64_t sync_commits; /* transactions committed with synchronous=FULL */
 	uint64_t max_batch_rows;
-	uint64_t errors;	/* async rows that failed (logged to stderr) */
-	uint64_t pruned;	/* rows deleted by retention */
-	uint64_t queued;	/* rows in the queue right now */
-	int prune_running;	/* a store_prune() pass is still going */
-	uint64_t boosts;	/* times the idle writer was raised (backlog, request, close) */
-	uint64_t boost_errors;	/* raising it failed (logged once) */
-	int writer_idle;	/* the writer runs SCHED_IDLE when nothing presses */
-	uint64_t requests;	/* commit-now and commit-later requests queued (not flushes) */
-	uint64_t spare_blocks;	/* written rows' blocks kept for reuse by producers */
-	int writer_cpus;	/* CPUs the writer keeps to, 0: not restricted */
+	uint64_t errors;       /* async rows that failed (logged to stderr) */
+	uint64_t pruned;       /* rows deleted by retention */
+	uint64_t queued;       /* rows in the queue right now */
+	int prune_running;     /* a store_prune() pass is still going */
+	uint64_t boosts;       /* times the idle writer was raised (backlog, request, close) */
+	uint64_t boost_errors; /* raising it failed (logged once) */
+	int writer_idle;       /* the writer runs SCHED_IDLE when nothing presses */
+	uint64_t requests;     /* commit-now and commit-later requests queued (not flushes) */
+	uint64_t spare_blocks; /* written rows' blocks kept for reuse by producers */
+	int writer_cpus;       /* CPUs the writer keeps to, 0: not restricted */
 };
 
 /*
@@ -351,8 +350,7 @@ struct store_stats {
  * Returns 0, -errno (-EINVAL: bad arguments), STORE_E_SQL or STORE_E_NEWER
  * with *cause set (caller frees).
  */
-int store_open(const char *path, int queue_cap, struct store **out,
-    char **cause);
+int store_open(const char *path, int queue_cap, struct store **out, char **cause);
 /* Flush everything queued, commit, stop the thread, close. NULL ok. */
 void store_close(struct store *st);
 
@@ -372,8 +370,7 @@ void store_close(struct store *st);
  * another process holds the DB's write lock for longer than the 5 s busy
  * timeout.
  */
-int store_put(struct store *st, enum store_stmt stmt,
-    const struct store_val *vals, int nvals);
+int store_put(struct store *st, enum store_stmt stmt, const struct store_val *vals, int nvals);
 
 /*
  * Commit now: ops run in one transaction (a savepoint inside the writer's
@@ -384,8 +381,8 @@ int store_put(struct store *st, enum store_stmt stmt,
  * STORE_E_CLOSED; -EINVAL. *last_rowid (may be NULL) gets
  * sqlite3_last_insert_rowid() after the last op.
  */
-int store_commit_now(struct store *st, const struct store_op *ops, int nops,
-    int64_t *last_rowid, char **cause);
+int store_commit_now(struct store *st, const struct store_op *ops, int nops, int64_t *last_rowid,
+		     char **cause);
 
 /*
  * Commit later: the same transaction as store_commit_now() (ordered after
@@ -399,8 +396,8 @@ int store_commit_now(struct store *st, const struct store_op *ops, int nops,
  * queued before store_close().
  */
 typedef void (*store_done_fn)(void *arg, int rc, int64_t last_rowid, const char *cause);
-int store_commit_later(struct store *st, const struct store_op *ops, int nops,
-    store_done_fn done, void *arg);
+int store_commit_later(struct store *st, const struct store_op *ops, int nops, store_done_fn done,
+		       void *arg);
 
 /* Block until everything queued so far is committed. 0 or STORE_E_CLOSED. */
 int store_flush(struct store *st);
@@ -434,8 +431,7 @@ int store_prune(struct store *st, int64_t before_ms);
  */
 struct store_reader;
 
-int store_reader_open(const char *path, struct store_reader **out,
-    char **cause);
+int store_reader_open(const char *path, struct store_reader **out, char **cause);
 void store_reader_close(struct store_reader *r);
 
 /*
@@ -445,12 +441,11 @@ void store_reader_close(struct store_reader *r);
  * queries on the same reader. Returns 0 or STORE_E_SQL with *cause.
  */
 typedef int (*store_row_cb)(void *arg, sqlite3_stmt *row);
-int store_reader_query(struct store_reader *r, const char *sql,
-    const struct store_val *vals, int nvals, store_row_cb row_cb, void *arg,
-    char **cause);
+int store_reader_query(struct store_reader *r, const char *sql, const struct store_val *vals,
+		       int nvals, store_row_cb row_cb, void *arg, char **cause);
 /* First column of the first row as int64; def when no row or on error. */
-int64_t store_reader_int(struct store_reader *r, const char *sql,
-    const struct store_val *vals, int nvals, int64_t def);
+int64_t store_reader_int(struct store_reader *r, const char *sql, const struct store_val *vals,
+			 int nvals, int64_t def);
 /*
  * Run the named query q as store_reader_query() runs SQL. 0 or STORE_E_SQL
  * with *cause (also for a q out of range).

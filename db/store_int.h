@@ -27,17 +27,17 @@
 
 #include "store.h"
 
-#define STORE_BATCH_ROWS	1000	/* pending rows that start a batch */
-#define STORE_SPARE_CLASSES	5	/* 512 B .. 8 KiB, store_rows.c */
-#define STORE_PRUNE_COUNT	10	/* tables retention walks, store_writer.c */
+#define STORE_BATCH_ROWS    1000 /* pending rows that start a batch */
+#define STORE_SPARE_CLASSES 5	 /* 512 B .. 8 KiB, store_rows.c */
+#define STORE_PRUNE_COUNT   10	 /* tables retention walks, store_writer.c */
 
-#define STORE_NELEM(a)		(sizeof(a) / sizeof((a)[0]))
+#define STORE_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 /* A queued row: one allocation, values then their strings. */
 struct store_row {
 	enum store_stmt stmt;
 	int nvals;
-	int spare_class;		/* its block's size class, -1: malloc */
+	int spare_class; /* its block's size class, -1: malloc */
 	struct store_val vals[];
 };
 
@@ -45,43 +45,43 @@ struct store_req;
 struct store_spare;
 
 struct store {
-	sqlite3 *db;			/* writer */
-	sqlite3_stmt *stmts[STORE_STMT__COUNT];	/* writer */
-	sqlite3_stmt *prune_stmts[STORE_PRUNE_COUNT];	/* writer */
-	int nparams[STORE_STMT__COUNT];	/* read-only after open */
-	int prune_table;		/* writer: next table to prune */
-	int prune_turn;			/* writer: prune before next batch */
+	sqlite3 *db;				      /* writer */
+	sqlite3_stmt *stmts[STORE_STMT__COUNT];	      /* writer */
+	sqlite3_stmt *prune_stmts[STORE_PRUNE_COUNT]; /* writer */
+	int nparams[STORE_STMT__COUNT];		      /* read-only after open */
+	int prune_table;			      /* writer: next table to prune */
+	int prune_turn;				      /* writer: prune before next batch */
 
 	pthread_t thread;
 	int thread_started;
 
 	pthread_mutex_t lock;
-	pthread_cond_t wake_cond;	/* the writer waits here */
-	pthread_cond_t done_cond;	/* request callers wait here */
-	struct store_row **ring;	/* lock */
+	pthread_cond_t wake_cond; /* the writer waits here */
+	pthread_cond_t done_cond; /* request callers wait here */
+	struct store_row **ring;  /* lock */
 	int cap;
-	int threshold;			/* pending rows that start a batch */
-	int boost_rows;			/* queued rows that raise an idle writer */
-	int head;			/* lock */
-	int taken;			/* lock */
-	int pending;			/* lock */
-	uint64_t head_seq;		/* lock */
-	uint64_t enqueued;		/* lock */
-	uint64_t dropped_pending;	/* lock */
-	int64_t first_pending_us;	/* lock: when pending/drops went 0 -> 1 */
-	struct store_req *reqs;		/* lock */
-	struct store_req **reqs_tail;	/* lock */
-	int closing;			/* lock */
-	int64_t prune_before;		/* lock */
-	int prune_restart;		/* lock */
-	int prune_running;		/* lock */
-	struct store_stats stats;	/* lock */
-	pid_t writer_tid;		/* lock: set by the writer at start */
-	int idle;			/* lock: the writer runs SCHED_IDLE ... */
-	int boosted;			/* lock: ... but SCHED_OTHER just now */
-	int writer_cpus;		/* lock: CPUs it keeps to, 0: any */
+	int threshold;		      /* pending rows that start a batch */
+	int boost_rows;		      /* queued rows that raise an idle writer */
+	int head;		      /* lock */
+	int taken;		      /* lock */
+	int pending;		      /* lock */
+	uint64_t head_seq;	      /* lock */
+	uint64_t enqueued;	      /* lock */
+	uint64_t dropped_pending;     /* lock */
+	int64_t first_pending_us;     /* lock: when pending/drops went 0 -> 1 */
+	struct store_req *reqs;	      /* lock */
+	struct store_req **reqs_tail; /* lock */
+	int closing;		      /* lock */
+	int64_t prune_before;	      /* lock */
+	int prune_restart;	      /* lock */
+	int prune_running;	      /* lock */
+	struct store_stats stats;     /* lock */
+	pid_t writer_tid;	      /* lock: set by the writer at start */
+	int idle;		      /* lock: the writer runs SCHED_IDLE ... */
+	int boosted;		      /* lock: ... but SCHED_OTHER just now */
+	int writer_cpus;	      /* lock: CPUs it keeps to, 0: any */
 
-	pthread_mutex_t spare_lock;	/* only for the two fields below */
+	pthread_mutex_t spare_lock; /* only for the two fields below */
 	struct store_spare *spare[STORE_SPARE_CLASSES];
 	int nspare[STORE_SPARE_CLASSES];
 };

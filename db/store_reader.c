@@ -9,7 +9,7 @@
 
 #include "store_int.h"
 
-#define STORE_READER_CACHE	32
+#define STORE_READER_CACHE 32
 
 struct store_reader_entry {
 	char *sql;
@@ -19,7 +19,7 @@ struct store_reader_entry {
 struct store_reader {
 	sqlite3 *db;
 	struct store_reader_entry cache[STORE_READER_CACHE];
-	int next;			/* next cache slot to reuse */
+	int next; /* next cache slot to reuse */
 };
 
 int
@@ -60,8 +60,8 @@ store_reader_close(struct store_reader *r)
  * the caller then gets a private statement (*temp = 1) to finalize.
  */
 static int
-store_reader_stmt(struct store_reader *r, const char *sql,
-    sqlite3_stmt **out, int *temp, char **cause)
+store_reader_stmt(struct store_reader *r, const char *sql, sqlite3_stmt **out, int *temp,
+		  char **cause)
 {
 	struct store_reader_entry *e = NULL;
 	sqlite3_stmt *stmt = NULL;
@@ -79,8 +79,8 @@ store_reader_stmt(struct store_reader *r, const char *sql,
 		busy_hit = 1;
 		break;
 	}
-	if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
-	    &stmt, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &stmt, NULL) !=
+	    SQLITE_OK) {
 		store_cause_set(cause, "%s", sqlite3_errmsg(r->db));
 		rc = STORE_E_SQL;
 		goto out;
@@ -113,9 +113,8 @@ out:
 }
 
 int
-store_reader_query(struct store_reader *r, const char *sql,
-    const struct store_val *vals, int nvals, store_row_cb row_cb, void *arg,
-    char **cause)
+store_reader_query(struct store_reader *r, const char *sql, const struct store_val *vals, int nvals,
+		   store_row_cb row_cb, void *arg, char **cause)
 {
 	sqlite3_stmt *stmt = NULL;
 	int rc, src, temp = 0;
@@ -130,7 +129,7 @@ store_reader_query(struct store_reader *r, const char *sql,
 		goto out;
 	if (nvals > sqlite3_bind_parameter_count(stmt)) {
 		store_cause_set(cause, "%d values for %d parameters", nvals,
-		    sqlite3_bind_parameter_count(stmt));
+				sqlite3_bind_parameter_count(stmt));
 		rc = STORE_E_SQL;
 		goto out;
 	}
@@ -173,14 +172,13 @@ store_int_row(void *arg, sqlite3_stmt *row)
 }
 
 int64_t
-store_reader_int(struct store_reader *r, const char *sql,
-    const struct store_val *vals, int nvals, int64_t def)
+store_reader_int(struct store_reader *r, const char *sql, const struct store_val *vals, int nvals,
+		 int64_t def)
 {
-	struct store_int_arg a = { def };
+	struct store_int_arg a = {def};
 	char *cause = NULL;
 
-	if (store_reader_query(r, sql, vals, nvals, store_int_row, &a,
-	    &cause) != 0) {
+	if (store_reader_query(r, sql, vals, nvals, store_int_row, &a, &cause) != 0) {
 		a.value = def;
 		free(cause);
 	}

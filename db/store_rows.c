@@ -22,17 +22,17 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
-#define STORE_POISON(p, n)	ASAN_POISON_MEMORY_REGION((p), (n))
-#define STORE_UNPOISON(p, n)	ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define STORE_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define STORE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
 #else
-#define STORE_POISON(p, n)	((void)(p), (void)(n))
-#define STORE_UNPOISON(p, n)	((void)(p), (void)(n))
+#define STORE_POISON(p, n)   ((void)(p), (void)(n))
+#define STORE_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 /* Spare row blocks (see "Row blocks" above): sizes 512 << class. */
-#define STORE_SPARE_MIN		512
-#define STORE_SPARE_BYTES	(1024 * 1024)	/* kept per class, at most */
-#define STORE_ROW_MAX		(16 * 1024 * 1024)
+#define STORE_SPARE_MIN	  512
+#define STORE_SPARE_BYTES (1024 * 1024) /* kept per class, at most */
+#define STORE_ROW_MAX	  (16 * 1024 * 1024)
 
 struct store_spare {
 	struct store_spare *next;
@@ -119,10 +119,10 @@ store_spare_chain_free(struct store_spare *sp, int c)
 void
 store_rows_free(struct store *st, struct store_row **rows, int n)
 {
-	struct store_spare *head[STORE_SPARE_CLASSES] = { NULL };
-	struct store_spare *tail[STORE_SPARE_CLASSES] = { NULL };
+	struct store_spare *head[STORE_SPARE_CLASSES] = {NULL};
+	struct store_spare *tail[STORE_SPARE_CLASSES] = {NULL};
 	struct store_spare *sp;
-	int room[STORE_SPARE_CLASSES], k[STORE_SPARE_CLASSES] = { 0 };
+	int room[STORE_SPARE_CLASSES], k[STORE_SPARE_CLASSES] = {0};
 	int i, c;
 
 	if (n <= 0)
@@ -154,7 +154,7 @@ store_rows_free(struct store *st, struct store_row **rows, int n)
 		if (k[c] == 0)
 			continue;
 		if (st->nspare[c] + k[c] > store_spare_max(c))
-			continue;	/* another thread gave blocks back meanwhile */
+			continue; /* another thread gave blocks back meanwhile */
 		tail[c]->next = st->spare[c];
 		st->spare[c] = head[c];
 		st->nspare[c] += k[c];
@@ -194,8 +194,8 @@ store_spares_release(struct store *st)
 
 /* A row holding a copy of vals and their strings. 0, -EINVAL or -E2BIG. */
 int
-store_row_make(struct store *st, enum store_stmt stmt,
-    const struct store_val *vals, int nvals, struct store_row **out)
+store_row_make(struct store *st, enum store_stmt stmt, const struct store_val *vals, int nvals,
+	       struct store_row **out)
 {
 	struct store_row *row;
 	size_t size, len;
@@ -229,4 +229,3 @@ store_row_make(struct store *st, enum store_stmt stmt,
 	*out = row;
 	return 0;
 }
-

@@ -60,9 +60,9 @@
 /* Nice of the writer thread (background work, see store_writer_main). */
 #define STORE_WRITER_NICE 10
 
-#define STORE_BATCH_WAIT_US	(50 * 1000)
-#define STORE_BATCH_MAX		8192	/* bounds a commit-now's wait */
-#define STORE_PRUNE_ROWS	500
+#define STORE_BATCH_WAIT_US (50 * 1000)
+#define STORE_BATCH_MAX	    8192 /* bounds a commit-now's wait */
+#define STORE_PRUNE_ROWS    500
 
 /*
  * A commit-now or flush (nops == 0) request, on the caller's stack; or a
@@ -70,26 +70,26 @@
  * the writer completes and frees itself.
  */
 struct store_req {
-	const struct store_op *ops;	/* borrowed until done, or owned */
+	const struct store_op *ops; /* borrowed until done, or owned */
 	int nops;
-	uint64_t seq;			/* rows queued before this request */
-	int done;			/* set by the writer, under lock */
+	uint64_t seq; /* rows queued before this request */
+	int done;     /* set by the writer, under lock */
 	int rc;
 	char *cause;
 	int64_t rowid;
 	struct store_req *next;
-	store_done_fn done_fn;		/* commit-later: called after COMMIT */
+	store_done_fn done_fn; /* commit-later: called after COMMIT */
 	void *done_arg;
-	struct store_row **rows;	/* commit-later: the ops' values */
+	struct store_row **rows; /* commit-later: the ops' values */
 };
 
 /* What the writer took from the queue for one transaction. */
 struct store_batch {
-	int start;			/* ring index of the first row */
+	int start; /* ring index of the first row */
 	int nrows;
 	uint64_t start_seq;
 	struct store_req *reqs;
-	uint64_t dropped;		/* drops to report in an events row */
+	uint64_t dropped; /* drops to report in an events row */
 };
 
 /*
@@ -129,11 +129,9 @@ store_prune_prepare(struct store *st, char **cause)
 	int i, rc = 0;
 
 	for (i = 0; i < STORE_PRUNE_COUNT; i++) {
-		if (sqlite3_prepare_v3(st->db, store_prune_sql[i], -1,
-		    SQLITE_PREPARE_PERSISTENT, &st->prune_stmts[i], NULL) !=
-		    SQLITE_OK) {
-			store_cause_set(cause, "preparing retention: %s",
-			    sqlite3_errmsg(st->db));
+		if (sqlite3_prepare_v3(st->db, store_prune_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &st->prune_stmts[i], NULL) != SQLITE_OK) {
+			store_cause_set(cause, "preparing retention: %s", sqlite3_errmsg(st->db));
 			rc = STORE_E_SQL;
 			goto out;
 		}
@@ -173,8 +171,7 @@ store_batch_take(struct store *st, struct store_batch *b)
 	uint64_t end_seq;
 
 	b->start = st->head;
-	b->nrows = st->pending < STORE_BATCH_MAX ? st->pending :
-	    STORE_BATCH_MAX;
+	b->nrows = st->pending < STORE_BATCH_MAX ? st->pending : STORE_BATCH_MAX;
 	b->start_seq = st->head_seq;
 	b->dropped = st->dropped_pending;
 	st->taken = b->nrows;
@@ -213,26 +210,26 @@ store_req_run(struct store *st, struct store_req *req)
 		goto out;
 	req->rc = store_exec(st->db, "SAVEPOINT commit_now", &req->cause);
 	for (i = 0; i < req->nops && req->rc == 0; i++) {
-		req->rc = store_stmt_run(st, req->ops[i].stmt,
-		    req->ops[i].vals, req->ops[i].nvals, &req->cause);
+		req->rc = store_stmt_run(st, req->ops[i].stmt, req->ops[i].vals, req->ops[i].nvals,
+					 &req->cause);
 	}
 	req->rowid = sqlite3_last_insert_rowid(st->db);
 	if (sqlite3_get_autocommit(st->db))
 		aborted = 1;
 	else if (req->rc == 0)
-		req->rc = store_exec(st->db, "RELEASE commit_now",
-		    &req->cause);
+		req->rc = store_exec(st->db, "RELEASE commit_now", &req->cause);
 	else
-		sqlite3_exec(st->db, "ROLLBACK TO commit_now; "
-		    "RELEASE commit_now", NULL, NULL, NULL);
+		sqlite3_exec(st->db,
+			     "ROLLBACK TO commit_now; "
+			     "RELEASE commit_now",
+			     NULL, NULL, NULL);
 out:
 	return aborted;
 }
 
 /* Fail every request in [from, to) that had succeeded so far. */
 static void
-store_reqs_fail(struct store_req *from, struct store_req *to,
-    const char *why)
+store_reqs_fail(struct store_req *from, struct store_req *to, const char *why)
 {
 	struct store_req *r;
 
@@ -250,8 +247,8 @@ store_reqs_fail(struct store_req *from, struct store_req *to,
  * *ok_rows / *err_rows count rows that were committed / lost.
  */
 static void
-store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
-    uint64_t *err_rows, int *synced)
+store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint64_t *err_rows,
+		int *synced)
 {
 	struct store_req *req, *tx_first;
 	struct store_row *row;
@@ -270,8 +267,7 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
 	if (sync)
 		store_exec(st->db, "PRAGMA synchronous = FULL", NULL);
 	if (store_exec(st->db, "BEGIN IMMEDIATE", &cause) != 0) {
-		fprintf(stderr, "store: batch of %d rows lost: %s\n",
-		    b->nrows, cause);
+		fprintf(stderr, "store: batch of %d rows lost: %s\n", b->nrows, cause);
 		errs = (uint64_t)b->nrows;
 		store_reqs_fail(b->reqs, NULL, cause);
 		goto out;
@@ -283,13 +279,14 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
 		while (req != NULL && req->seq <= seq) {
 			if (store_req_run(st, req)) {
 				/* The transaction is gone: so is all before. */
-				fprintf(stderr, "store: transaction aborted "
-				    "(%s); %" PRIu64 " rows lost\n",
-				    req->cause, ok);
+				fprintf(stderr,
+					"store: transaction aborted "
+					"(%s); %" PRIu64 " rows lost\n",
+					req->cause, ok);
 				errs += ok;
 				ok = 0;
 				store_reqs_fail(tx_first, req,
-				    "transaction aborted by a later error");
+						"transaction aborted by a later error");
 				store_exec(st->db, "BEGIN IMMEDIATE", NULL);
 				tx_first = req->next;
 			}
@@ -299,7 +296,7 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
 			break;
 		row = st->ring[(b->start + i) % st->cap];
 		rc = store_stmt_run(st, row->stmt, row->vals, row->nvals,
-		    logged == 0 ? &cause : NULL);
+				    logged == 0 ? &cause : NULL);
 		if (rc == 0) {
 			ok++;
 			continue;
@@ -310,23 +307,22 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
 		free(cause);
 		cause = NULL;
 		if (sqlite3_get_autocommit(st->db)) {
-			fprintf(stderr, "store: transaction aborted; %" PRIu64
-			    " rows lost\n", ok);
+			fprintf(stderr, "store: transaction aborted; %" PRIu64 " rows lost\n", ok);
 			errs += ok;
 			ok = 0;
-			store_reqs_fail(tx_first, req,
-			    "transaction aborted by a later error");
+			store_reqs_fail(tx_first, req, "transaction aborted by a later error");
 			store_exec(st->db, "BEGIN IMMEDIATE", NULL);
 			tx_first = req;
 		}
 	}
 	if (logged > 1)
-		fprintf(stderr, "store: %" PRIu64 " more rows failed in this "
-		    "batch\n", logged - 1);
+		fprintf(stderr,
+			"store: %" PRIu64 " more rows failed in this "
+			"batch\n",
+			logged - 1);
 
 	if (b->dropped > 0) {
-		snprintf(detail, sizeof(detail), "%" PRIu64 " rows dropped",
-		    b->dropped);
+		snprintf(detail, sizeof(detail), "%" PRIu64 " rows dropped", b->dropped);
 		ev[0] = SVI(store_wall_ms());
 		ev[1] = SVT("log_rows_dropped");
 		ev[2] = SVT("store");
@@ -339,15 +335,15 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows,
 		cause = NULL;
 	}
 
-	if (sqlite3_get_autocommit(st->db) ||
-	    store_exec(st->db, "COMMIT", &cause) != 0) {
-		fprintf(stderr, "store: commit failed, %" PRIu64 " rows lost: "
-		    "%s\n", ok, cause != NULL ? cause : "no transaction");
+	if (sqlite3_get_autocommit(st->db) || store_exec(st->db, "COMMIT", &cause) != 0) {
+		fprintf(stderr,
+			"store: commit failed, %" PRIu64 " rows lost: "
+			"%s\n",
+			ok, cause != NULL ? cause : "no transaction");
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		errs += ok;
 		ok = 0;
-		store_reqs_fail(tx_first, NULL, cause != NULL ? cause :
-		    "commit failed");
+		store_reqs_fail(tx_first, NULL, cause != NULL ? cause : "commit failed");
 		goto out;
 	}
 	*synced = sync;
@@ -389,8 +385,7 @@ store_prune_step(struct store *st)
 		if (sqlite3_step(stmt) == SQLITE_DONE)
 			n = sqlite3_changes(st->db);
 		else
-			fprintf(stderr, "store: retention: %s\n",
-			    sqlite3_errmsg(st->db));
+			fprintf(stderr, "store: retention: %s\n", sqlite3_errmsg(st->db));
 		sqlite3_reset(stmt);
 		if (n < STORE_PRUNE_ROWS)
 			st->prune_table++;
@@ -412,8 +407,7 @@ store_prune_step(struct store *st)
 static void
 store_batch_free_rows(struct store *st, struct store_batch *b)
 {
-	int first = b->nrows < st->cap - b->start ? b->nrows :
-	    st->cap - b->start;
+	int first = b->nrows < st->cap - b->start ? b->nrows : st->cap - b->start;
 
 	store_rows_free(st, &st->ring[b->start], first);
 	store_rows_free(st, st->ring, b->nrows - first);
@@ -429,7 +423,7 @@ store_batch_release(struct store *st, struct store_batch *b)
 	st->head_seq += (uint64_t)b->nrows;
 	st->taken = 0;
 	for (req = b->reqs; req != NULL; req = next) {
-		next = req->next;	/* req may vanish once done is set */
+		next = req->next; /* req may vanish once done is set */
 		req->done = 1;
 	}
 	if (b->reqs != NULL)
@@ -473,12 +467,12 @@ store_batch_done_later(struct store *st, struct store_batch *b)
 static void *
 store_idle_probe_main(void *arg)
 {
-	struct sched_param sp = { 0 };
+	struct sched_param sp = {0};
 	int *ok = arg;
 
 	*ok = setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), STORE_WRITER_NICE) == 0 &&
-	    sched_setscheduler(0, SCHED_IDLE, &sp) == 0 &&
-	    sched_setscheduler(0, SCHED_OTHER, &sp) == 0;
+	      sched_setscheduler(0, SCHED_IDLE, &sp) == 0 &&
+	      sched_setscheduler(0, SCHED_OTHER, &sp) == 0;
 	return NULL;
 }
 
@@ -498,17 +492,16 @@ store_idle_probe(void)
 void
 store_boost(struct store *st)
 {
-	struct sched_param sp = { 0 };
+	struct sched_param sp = {0};
 
 	if (!st->idle || st->boosted || st->writer_tid == 0)
 		return;
 	if (sched_setscheduler(st->writer_tid, SCHED_OTHER, &sp) == 0) {
 		st->boosted = 1;
 		st->stats.boosts++;
-	}
-	else if (st->stats.boost_errors++ == 0)
+	} else if (st->stats.boost_errors++ == 0)
 		fprintf(stderr, "store: cannot raise the writer thread from SCHED_IDLE: %s\n",
-		    strerror(errno));
+			strerror(errno));
 }
 
 /*
@@ -521,10 +514,9 @@ store_boost(struct store *st)
 static void
 store_unboost(struct store *st)
 {
-	struct sched_param sp = { 0 };
+	struct sched_param sp = {0};
 
-	if (!st->boosted || st->reqs != NULL || st->closing ||
-	    st->pending >= st->threshold)
+	if (!st->boosted || st->reqs != NULL || st->closing || st->pending >= st->threshold)
 		return;
 	st->boosted = 0;
 	pthread_mutex_unlock(&st->lock);
@@ -579,7 +571,7 @@ store_writer_main(void *arg)
 
 	/* Nice and policy are per thread on Linux (Scheduling above). */
 	int idle = store_idle_probe();
-	struct sched_param sp = { 0 };
+	struct sched_param sp = {0};
 
 	int cpus = store_writer_place();
 
@@ -677,8 +669,8 @@ out:
 }
 
 int
-store_commit_later(struct store *st, const struct store_op *ops, int nops,
-    store_done_fn done, void *arg)
+store_commit_later(struct store *st, const struct store_op *ops, int nops, store_done_fn done,
+		   void *arg)
 {
 	struct store_req *req;
 	struct store_op *cops;
@@ -687,19 +679,16 @@ store_commit_later(struct store *st, const struct store_op *ops, int nops,
 	if (nops < 1 || ops == NULL || done == NULL)
 		return -EINVAL;
 	/* One block: the request, its ops, the pointers to their rows. */
-	req = store_alloc(sizeof(*req) + (sizeof(*cops) +
-	    sizeof(*req->rows)) * (size_t)nops);
+	req = store_alloc(sizeof(*req) + (sizeof(*cops) + sizeof(*req->rows)) * (size_t)nops);
 	memset(req, 0, sizeof(*req));
 	cops = (struct store_op *)(req + 1);
 	req->rows = (struct store_row **)(cops + nops);
 	for (i = 0; i < nops; i++) {
-		rc = store_row_make(st, ops[i].stmt, ops[i].vals,
-		    ops[i].nvals, &req->rows[i]);
+		rc = store_row_make(st, ops[i].stmt, ops[i].vals, ops[i].nvals, &req->rows[i]);
 		if (rc != 0)
 			goto fail;
 		req->nops = i + 1;
-		cops[i] = (struct store_op){ ops[i].stmt, req->rows[i]->vals,
-		    req->rows[i]->nvals };
+		cops[i] = (struct store_op){ops[i].stmt, req->rows[i]->vals, req->rows[i]->nvals};
 	}
 	req->ops = cops;
 	req->done_fn = done;
@@ -719,8 +708,8 @@ fail:
 }
 
 int
-store_commit_now(struct store *st, const struct store_op *ops, int nops,
-    int64_t *last_rowid, char **cause)
+store_commit_now(struct store *st, const struct store_op *ops, int nops, int64_t *last_rowid,
+		 char **cause)
 {
 	struct store_req req;
 	int i, rc;
@@ -731,11 +720,12 @@ store_commit_now(struct store *st, const struct store_op *ops, int nops,
 		goto out;
 	}
 	for (i = 0; i < nops; i++) {
-		rc = store_args_check(st, ops[i].stmt, ops[i].vals,
-		    ops[i].nvals);
+		rc = store_args_check(st, ops[i].stmt, ops[i].vals, ops[i].nvals);
 		if (rc != 0) {
-			store_cause_set(cause, "store_commit_now: op %d: bad "
-			    "statement or values", i);
+			store_cause_set(cause,
+					"store_commit_now: op %d: bad "
+					"statement or values",
+					i);
 			goto out;
 		}
 	}

@@ -27,26 +27,26 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LINE_MAX_BYTES		(64 * 1024)
-#define HEADERS_MAX		(1024 * 1024)
-#define BODY_MAX_BYTES		((size_t)256 * 1024 * 1024)
-#define KILL_GRACE_MS		10000
-#define MOCK_TIMEOUT_MS		5000
+#define LINE_MAX_BYTES	(64 * 1024)
+#define HEADERS_MAX	(1024 * 1024)
+#define BODY_MAX_BYTES	((size_t)256 * 1024 * 1024)
+#define KILL_GRACE_MS	10000
+#define MOCK_TIMEOUT_MS 5000
 
 struct hbuf {
-	char	*data;
-	size_t	 len;
-	size_t	 cap;
-	size_t	 max;
+	char *data;
+	size_t len;
+	size_t cap;
+	size_t max;
 };
 
 struct xfer {
-	CURL			*h;
-	struct curl_slist	*hdrs;
-	struct hbuf		 body;
-	struct hbuf		 head;
-	struct http_resp	*out;
-	int			 done;
+	CURL *h;
+	struct curl_slist *hdrs;
+	struct hbuf body;
+	struct hbuf head;
+	struct http_resp *out;
+	int done;
 };
 
 static pthread_once_t harness_once = PTHREAD_ONCE_INIT;
@@ -82,8 +82,7 @@ hmalloc(size_t n)
 	return p;
 }
 
-static char *
-hasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *hasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static char *
 hasprintf(const char *fmt, ...)
@@ -239,7 +238,7 @@ out:
 int
 proc_spawn(struct proc *p, char *const argv[], int timeout_ms)
 {
-	int out[2] = { -1, -1 }, ex[2] = { -1, -1 };
+	int out[2] = {-1, -1}, ex[2] = {-1, -1};
 	char *line = NULL, *nl;
 	size_t len = 0;
 	int64_t deadline;
@@ -282,8 +281,7 @@ proc_spawn(struct proc *p, char *const argv[], int timeout_ms)
 	if (n == (ssize_t)sizeof e) {
 		waitpid(pid, &status, 0);
 		pid = -1;
-		fprintf(stderr, "harness: exec %s: %s\n", argv[0],
-		    strerror(e));
+		fprintf(stderr, "harness: exec %s: %s\n", argv[0], strerror(e));
 		rc = -e;
 		goto out;
 	}
@@ -311,8 +309,10 @@ proc_spawn(struct proc *p, char *const argv[], int timeout_ms)
 		pfd.events = POLLIN;
 		e = (int)(deadline - harness_now_ms());
 		if (e <= 0) {
-			fprintf(stderr, "harness: %s: no \"listening on\" line "
-			    "in %d ms\n", argv[0], timeout_ms);
+			fprintf(stderr,
+				"harness: %s: no \"listening on\" line "
+				"in %d ms\n",
+				argv[0], timeout_ms);
 			rc = -ETIMEDOUT;
 			goto fail;
 		}
@@ -326,8 +326,7 @@ proc_spawn(struct proc *p, char *const argv[], int timeout_ms)
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0) {
-			fprintf(stderr, "harness: %s exited before listening\n",
-			    argv[0]);
+			fprintf(stderr, "harness: %s exited before listening\n", argv[0]);
 			rc = -EPIPE;
 			goto fail;
 		}
@@ -379,9 +378,10 @@ proc_kill(struct proc *p, int sig)
 		if (w < 0 && errno != EINTR)
 			goto done;
 		if (harness_now_ms() >= deadline) {
-			fprintf(stderr, "harness: pid %d ignored signal %d for "
-			    "%d ms, killing\n", (int)p->pid, sig,
-			    KILL_GRACE_MS);
+			fprintf(stderr,
+				"harness: pid %d ignored signal %d for "
+				"%d ms, killing\n",
+				(int)p->pid, sig, KILL_GRACE_MS);
 			kill(p->pid, SIGKILL);
 			if (waitpid(p->pid, &status, 0) != p->pid)
 				goto done;
@@ -477,8 +477,8 @@ url_is_loopback(const char *url)
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
 		goto out;
-	ok = strncmp(host, "127.", 4) == 0 ||
-	    strcasecmp(host, "localhost") == 0 || strcmp(host, "[::1]") == 0;
+	ok = strncmp(host, "127.", 4) == 0 || strcasecmp(host, "localhost") == 0 ||
+	     strcmp(host, "[::1]") == 0;
 out:
 	curl_free(host);
 	if (u != NULL)
@@ -509,9 +509,8 @@ headers_have(const char *const *extra, const char *name)
 }
 
 static int
-xfer_setup(struct xfer *x, const char *method, const char *url,
-    const char *body, const char *const *extra, long timeout_ms,
-    struct http_resp *out)
+xfer_setup(struct xfer *x, const char *method, const char *url, const char *body,
+	   const char *const *extra, long timeout_ms, struct http_resp *out)
 {
 	const char *const *h;
 	int rc = -EINVAL;
@@ -522,8 +521,7 @@ xfer_setup(struct xfer *x, const char *method, const char *url,
 	hbuf_init(&x->body, BODY_MAX_BYTES);
 	hbuf_init(&x->head, HEADERS_MAX);
 	if (method == NULL || url == NULL || !url_is_loopback(url)) {
-		fprintf(stderr, "harness: refusing url %s\n",
-		    url != NULL ? url : "(null)");
+		fprintf(stderr, "harness: refusing url %s\n", url != NULL ? url : "(null)");
 		goto out;
 	}
 	x->h = curl_easy_init();
@@ -538,8 +536,7 @@ xfer_setup(struct xfer *x, const char *method, const char *url,
 	curl_easy_setopt(x->h, CURLOPT_FRESH_CONNECT, 1L);
 	curl_easy_setopt(x->h, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(x->h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS,
-	    timeout_ms < 5000 ? timeout_ms : 5000L);
+	curl_easy_setopt(x->h, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000L);
 	curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, xfer_body_cb);
 	curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(x->h, CURLOPT_HEADERFUNCTION, xfer_header_cb);
@@ -553,12 +550,10 @@ xfer_setup(struct xfer *x, const char *method, const char *url,
 		curl_easy_setopt(x->h, CURLOPT_CUSTOMREQUEST, method);
 	if (body != NULL || strcmp(method, "POST") == 0) {
 		curl_easy_setopt(x->h, CURLOPT_POSTFIELDSIZE_LARGE,
-		    (curl_off_t)(body != NULL ? strlen(body) : 0));
-		curl_easy_setopt(x->h, CURLOPT_POSTFIELDS,
-		    body != NULL ? body : "");
+				 (curl_off_t)(body != NULL ? strlen(body) : 0));
+		curl_easy_setopt(x->h, CURLOPT_POSTFIELDS, body != NULL ? body : "");
 		if (!headers_have(extra, "Content-Type"))
-			x->hdrs = curl_slist_append(x->hdrs,
-			    "Content-Type: application/json");
+			x->hdrs = curl_slist_append(x->hdrs, "Content-Type: application/json");
 	}
 	x->hdrs = curl_slist_append(x->hdrs, "Expect:");
 	for (h = extra; h != NULL && *h != NULL; h++)
@@ -603,8 +598,8 @@ resp_fail(struct http_resp *out, int err)
 }
 
 int
-http_do(const char *method, const char *url, const char *body,
-    const char *const *extra_headers, long timeout_ms, struct http_resp *out)
+http_do(const char *method, const char *url, const char *body, const char *const *extra_headers,
+	long timeout_ms, struct http_resp *out)
 {
 	struct xfer x;
 	CURLcode code;
@@ -654,8 +649,7 @@ http_resp_header(const struct http_resp *r, const char *name)
 		while (v < eol && (*v == ' ' || *v == '\t'))
 			v++;
 		e = eol;
-		while (e > v && (e[-1] == '\n' || e[-1] == '\r' ||
-		    e[-1] == ' ' || e[-1] == '\t'))
+		while (e > v && (e[-1] == '\n' || e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
 			e--;
 		value = strndup(v, (size_t)(e - v));
 		break;
@@ -665,9 +659,8 @@ out:
 }
 
 int
-http_do_many(int n, const char *method, const char *const urls[],
-    const char *const bodies[], const char *const *extra_headers,
-    long timeout_ms, struct http_resp *out)
+http_do_many(int n, const char *method, const char *const urls[], const char *const bodies[],
+	     const char *const *extra_headers, long timeout_ms, struct http_resp *out)
 {
 	struct xfer *xs = NULL, *x;
 	CURLM *m = NULL;
@@ -688,10 +681,9 @@ http_do_many(int n, const char *method, const char *const urls[],
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		if (xfer_setup(&xs[i], method, urls[i], bodies != NULL ?
-		    bodies[i] : NULL, extra_headers, timeout_ms,
-		    &out[i]) != 0 || curl_multi_add_handle(m, xs[i].h) !=
-		    CURLM_OK) {
+		if (xfer_setup(&xs[i], method, urls[i], bodies != NULL ? bodies[i] : NULL,
+			       extra_headers, timeout_ms, &out[i]) != 0 ||
+		    curl_multi_add_handle(m, xs[i].h) != CURLM_OK) {
 			resp_fail(&out[i], CURLE_FAILED_INIT);
 			xfer_cleanup(&xs[i]);
 		}
@@ -703,8 +695,7 @@ http_do_many(int n, const char *method, const char *const urls[],
 			if (msg->msg != CURLMSG_DONE)
 				continue;
 			priv = NULL;
-			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE,
-			    &priv);
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
 			x = (struct xfer *)(void *)priv;
 			xfer_finish(x, msg->data.result);
 		}
@@ -731,7 +722,7 @@ int
 mock_start(struct proc *p)
 {
 	char *path = harness_path("contrib/fusebox-mockllm");
-	char *argv[] = { path, "--listen", "127.0.0.1:0", "--quiet", NULL };
+	char *argv[] = {path, "--listen", "127.0.0.1:0", "--quiet", NULL};
 	int rc;
 
 	rc = proc_spawn(p, argv, 10000);
@@ -746,8 +737,7 @@ mock_url(const struct proc *mock, const char *path)
 }
 
 int
-mock_set(const struct proc *mock, const char *backend,
-    const char *behaviour_json)
+mock_set(const struct proc *mock, const char *backend, const char *behaviour_json)
 {
 	struct http_resp r;
 	char *url, *path;
@@ -755,16 +745,14 @@ mock_set(const struct proc *mock, const char *backend,
 
 	path = hasprintf("/_mock/backends/%s", backend);
 	url = mock_url(mock, path);
-	if (http_do("PUT", url, behaviour_json, NULL, MOCK_TIMEOUT_MS,
-	    &r) != 0)
+	if (http_do("PUT", url, behaviour_json, NULL, MOCK_TIMEOUT_MS, &r) != 0)
 		goto out;
 	if (r.status == 200)
 		rc = 0;
 	else if (r.status == 400)
 		rc = -EINVAL;
 	if (rc != 0)
-		fprintf(stderr, "harness: mock_set %s: %ld %s\n", backend,
-		    r.status, r.body);
+		fprintf(stderr, "harness: mock_set %s: %ld %s\n", backend, r.status, r.body);
 out:
 	http_resp_free(&r);
 	free(url);
@@ -779,8 +767,7 @@ mock_reset(const struct proc *mock)
 	char *url = mock_url(mock, "/_mock/reset");
 	int rc = -EIO;
 
-	if (http_do("POST", url, NULL, NULL, MOCK_TIMEOUT_MS, &r) == 0 &&
-	    r.status == 200)
+	if (http_do("POST", url, NULL, NULL, MOCK_TIMEOUT_MS, &r) == 0 && r.status == 200)
 		rc = 0;
 	http_resp_free(&r);
 	free(url);
@@ -794,8 +781,7 @@ mock_stats(const struct proc *mock)
 	char *url = mock_url(mock, "/_mock/stats");
 	cJSON *j = NULL;
 
-	if (http_do("GET", url, NULL, NULL, MOCK_TIMEOUT_MS, &r) == 0 &&
-	    r.status == 200)
+	if (http_do("GET", url, NULL, NULL, MOCK_TIMEOUT_MS, &r) == 0 && r.status == 200)
 		j = cJSON_ParseWithLength(r.body, r.len);
 	http_resp_free(&r);
 	free(url);
@@ -813,8 +799,8 @@ mock_requests(const struct proc *mock, const char *backend)
 	if (stats == NULL)
 		goto out;
 	n = 0;
-	be = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-	    stats, "backends"), backend);
+	be = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(stats, "backends"),
+					      backend);
 	req = cJSON_GetObjectItemCaseSensitive(be, "requests");
 	if (cJSON_IsNumber(req))
 		n = req->valueint;
@@ -833,20 +819,18 @@ db_query(const char *db_path, const char *sql, sqlite3 **dbp)
 	rc = sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY, NULL);
 	if (rc != SQLITE_OK) {
 		fprintf(stderr, "harness: open %s: %s\n", db_path,
-		    db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+			db != NULL ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
 		goto out;
 	}
 	sqlite3_busy_timeout(db, 5000);
 	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "harness: %s: %s: %s\n", db_path, sql,
-		    sqlite3_errmsg(db));
+		fprintf(stderr, "harness: %s: %s: %s\n", db_path, sql, sqlite3_errmsg(db));
 		goto out;
 	}
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_ROW) {
 		if (rc != SQLITE_DONE)
-			fprintf(stderr, "harness: %s: %s: %s\n", db_path, sql,
-			    sqlite3_errmsg(db));
+			fprintf(stderr, "harness: %s: %s: %s\n", db_path, sql, sqlite3_errmsg(db));
 		sqlite3_finalize(st);
 		st = NULL;
 	}

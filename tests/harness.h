@@ -21,9 +21,9 @@
  * child never blocks on a full pipe) and out_fd is -1.
  */
 struct proc {
-	pid_t	pid;
-	int	port;
-	int	out_fd;
+	pid_t pid;
+	int port;
+	int out_fd;
 };
 
 /*
@@ -42,10 +42,10 @@ int proc_spawn(struct proc *p, char *const argv[], int timeout_ms);
  */
 int proc_kill(struct proc *p, int sig);
 
-const char *harness_build_root(void);	/* $FB_BUILD_ROOT, else "build" */
-const char *harness_source_root(void);	/* $FB_SOURCE_ROOT, else "." */
-char *harness_path(const char *rel);	/* build root + "/" + rel; free() */
-char *harness_tmpdir(void);		/* fresh /tmp/fusebox-test-XXXXXX */
+const char *harness_build_root(void);  /* $FB_BUILD_ROOT, else "build" */
+const char *harness_source_root(void); /* $FB_SOURCE_ROOT, else "." */
+char *harness_path(const char *rel);   /* build root + "/" + rel; free() */
+char *harness_tmpdir(void);	       /* fresh /tmp/fusebox-test-XXXXXX */
 
 /*
  * A response. body and headers are NUL-terminated (also when empty);
@@ -55,12 +55,12 @@ char *harness_tmpdir(void);		/* fresh /tmp/fusebox-test-XXXXXX */
  * with whatever arrived before it kept in body/headers.
  */
 struct http_resp {
-	long	 status;
-	char	*body;
-	size_t	 len;
-	char	*headers;
-	double	 elapsed_ms;
-	int	 err;
+	long status;
+	char *body;
+	size_t len;
+	char *headers;
+	double elapsed_ms;
+	int err;
 };
 
 /*
@@ -72,8 +72,8 @@ struct http_resp {
  * when the transfer failed (out is still filled, out->err is the same
  * code), -EINVAL for a non-loopback url. Free out with http_resp_free.
  */
-int http_do(const char *method, const char *url, const char *body,
-    const char *const *extra_headers, long timeout_ms, struct http_resp *out);
+int http_do(const char *method, const char *url, const char *body, const char *const *extra_headers,
+	    long timeout_ms, struct http_resp *out);
 void http_resp_free(struct http_resp *r);
 /* First value of header name (case-insensitive), trimmed; free() or NULL. */
 char *http_resp_header(const struct http_resp *r, const char *name);
@@ -82,9 +82,8 @@ char *http_resp_header(const struct http_resp *r, const char *name);
  * and fill out[0..n-1]. bodies may be NULL (no bodies) or hold NULLs. Returns
  * the number of failed transfers (see out[i].err), or -errno.
  */
-int http_do_many(int n, const char *method, const char *const urls[],
-    const char *const bodies[], const char *const *extra_headers,
-    long timeout_ms, struct http_resp *out);
+int http_do_many(int n, const char *method, const char *const urls[], const char *const bodies[],
+		 const char *const *extra_headers, long timeout_ms, struct http_resp *out);
 
 /* fusebox-mockllm helpers. */
 /* Spawn build/contrib/fusebox-mockllm --listen 127.0.0.1:0 --quiet. */
@@ -93,10 +92,9 @@ int mock_start(struct proc *p);
  * PUT /_mock/backends/<backend>. 0; -EINVAL when the mock refused the
  * behaviour (its message goes to stderr); -EIO on other failures.
  */
-int mock_set(const struct proc *mock, const char *backend,
-    const char *behaviour_json);
-int mock_reset(const struct proc *mock);		/* 0 or -EIO */
-cJSON *mock_stats(const struct proc *mock);	/* caller cJSON_Delete; NULL */
+int mock_set(const struct proc *mock, const char *backend, const char *behaviour_json);
+int mock_reset(const struct proc *mock);    /* 0 or -EIO */
+cJSON *mock_stats(const struct proc *mock); /* caller cJSON_Delete; NULL */
 /* stats backends.<backend>.requests; 0 when absent, -1 on failure. */
 int mock_requests(const struct proc *mock, const char *backend);
 /* A URL on the mock: "http://127.0.0.1:PORT" + path; free(). */
@@ -111,4 +109,4 @@ char *mock_url(const struct proc *mock, const char *path);
 long long db_scalar_int(const char *db_path, const char *sql);
 char *db_scalar_text(const char *db_path, const char *sql);
 
-int64_t harness_now_ms(void);	/* CLOCK_MONOTONIC milliseconds */
+int64_t harness_now_ms(void); /* CLOCK_MONOTONIC milliseconds */

@@ -58,7 +58,7 @@ int
 itd_restart_daemon(struct itd *t)
 {
 	char *bin = harness_path("daemon/fuseboxd");
-	char *argv[20] = { bin, "-c", t->cfg_path, NULL };
+	char *argv[20] = {bin, "-c", t->cfg_path, NULL};
 	/* FB_DAEMON_WRAPPER="/abs/tool args..." runs fuseboxd under it (valgrind). */
 	char *wrap = getenv("FB_DAEMON_WRAPPER") ? strdup(getenv("FB_DAEMON_WRAPPER")) : NULL;
 	char *save = NULL, *w = wrap ? strtok_r(wrap, " ", &save) : NULL;
@@ -67,7 +67,7 @@ itd_restart_daemon(struct itd *t)
 	for (; w != NULL && n < 16; w = strtok_r(NULL, " ", &save))
 		argv[n++] = w;
 	if (n > 0)
-		memcpy(&argv[n], (char *[]){ bin, "-c", t->cfg_path, NULL }, 4 * sizeof(char *));
+		memcpy(&argv[n], (char *[]){bin, "-c", t->cfg_path, NULL}, 4 * sizeof(char *));
 	r = proc_spawn(&t->d, argv, n > 0 ? 60000 : 10000);
 	free(wrap);
 	free(bin);
@@ -154,8 +154,10 @@ itd_stop(struct itd *t)
 	/* A clean SIGTERM exit is part of the contract; under the sanitizers
 	 * a leak or an error report makes the exit status non-zero. */
 	if (ds != 0 || ms != 0) {
-		fprintf(stderr, "itd: fuseboxd exited %d, mock exited %d on SIGTERM (want 0, 0): "
-				"see the report above\n", ds, ms);
+		fprintf(stderr,
+			"itd: fuseboxd exited %d, mock exited %d on SIGTERM (want 0, 0): "
+			"see the report above\n",
+			ds, ms);
 		_exit(3);
 	}
 	/* FB_KEEP_TMP=1 keeps the folder (config, DB) for a post-mortem. */
@@ -172,7 +174,7 @@ itd_req(struct itd *t, const char *method, const char *path, const char *body, c
 	long timeout_ms, struct http_resp *out)
 {
 	char url[512], auth[256];
-	const char *hdrs[2] = { NULL, NULL };
+	const char *hdrs[2] = {NULL, NULL};
 
 	snprintf(url, sizeof url, "%s%s", t->base, path);
 	if (token) {

@@ -96,7 +96,7 @@ double itd_metric(struct itd *t, const char *name);
  */
 void itd_add_test(Suite *s, const char *name, const TTest *t, SFun setup, SFun teardown,
 		  double timeout_s);
-#define ITD_ADD_TEST(s, t, setup, teardown, timeout_s) \
+#define ITD_ADD_TEST(s, t, setup, teardown, timeout_s)                                             \
 	itd_add_test((s), #t, (t), (setup), (teardown), (timeout_s))
 /* The sanitizer build (FB_SANITIZED=1): timing bounds get their slack. */
 int itd_sanitized(void);

@@ -258,7 +258,7 @@ START_TEST(test_slow_calls)
 	attempt(&b, 0, OUTCOME_OK, 1001);
 	ck_assert_int_eq(breaker_state(&b, 0), BREAKER_OPEN);
 	ck_assert_str_eq(b.last.reason,
-	    "slow call rate 0.50 >= 0.50 over 4 calls (slow > 1000 ms)");
+			 "slow call rate 0.50 >= 0.50 over 4 calls (slow > 1000 ms)");
 	breaker_free(&b);
 }
 END_TEST
@@ -585,12 +585,14 @@ START_TEST(test_classify)
 {
 	struct breaker_cfg c = cfg_base(BREAKER_MODE_CONSECUTIVE);
 	static const enum outcome failures[] = {
-		OUTCOME_CONNECT_ERROR, OUTCOME_RESET, OUTCOME_FIRST_BYTE_TIMEOUT,
+		OUTCOME_CONNECT_ERROR, OUTCOME_RESET,	 OUTCOME_FIRST_BYTE_TIMEOUT,
 		OUTCOME_TOTAL_TIMEOUT, OUTCOME_HTTP_5XX, OUTCOME_INVALID_RESPONSE,
 	};
 	static const enum outcome validation[] = {
-		OUTCOME_VALIDATION_FORMAT, OUTCOME_VALIDATION_SCHEMA,
-		OUTCOME_VALIDATION_SEMANTIC, OUTCOME_LOW_CONFIDENCE,
+		OUTCOME_VALIDATION_FORMAT,
+		OUTCOME_VALIDATION_SCHEMA,
+		OUTCOME_VALIDATION_SEMANTIC,
+		OUTCOME_LOW_CONFIDENCE,
 	};
 	size_t i;
 	int on;
@@ -602,10 +604,10 @@ START_TEST(test_classify)
 		for (i = 0; i < sizeof failures / sizeof failures[0]; i++)
 			ck_assert_int_eq(breaker_classify(&c, failures[i]), BREAKER_FAILURE);
 		ck_assert_int_eq(breaker_classify(&c, OUTCOME_HTTP_429),
-		    on ? BREAKER_FAILURE : BREAKER_IGNORE);
+				 on ? BREAKER_FAILURE : BREAKER_IGNORE);
 		for (i = 0; i < sizeof validation / sizeof validation[0]; i++)
 			ck_assert_int_eq(breaker_classify(&c, validation[i]),
-			    on ? BREAKER_FAILURE : BREAKER_SUCCESS);
+					 on ? BREAKER_FAILURE : BREAKER_SUCCESS);
 		ck_assert_int_eq(breaker_classify(&c, OUTCOME_HTTP_4XX), BREAKER_IGNORE);
 	}
 	/* Mixed flags are independent. */
@@ -731,36 +733,36 @@ breaker_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "names", test_names },
-		{ "consecutive_threshold", test_consecutive_threshold },
-		{ "consecutive_success_resets", test_consecutive_success_resets },
-		{ "count_min_calls", test_count_min_calls },
-		{ "count_rate_exact", test_count_rate_exact },
-		{ "count_below_rate_and_ring", test_count_below_rate_and_ring },
-		{ "count_ring_evicts_failures", test_count_ring_evicts_failures },
-		{ "time_window", test_time_window },
-		{ "time_window_edge", test_time_window_edge },
-		{ "slow_calls", test_slow_calls },
-		{ "slow_not_tracked", test_slow_not_tracked },
-		{ "slow_time_mode", test_slow_time_mode },
-		{ "half_open_timing", test_half_open_timing },
-		{ "half_open_state_query", test_half_open_state_query },
-		{ "probe_limit", test_probe_limit },
-		{ "probe_failure_backoff", test_probe_failure_backoff },
-		{ "probes_close", test_probes_close },
-		{ "one_probe_closes", test_one_probe_closes },
-		{ "probe_cancel", test_probe_cancel },
-		{ "cancel_non_probe", test_cancel_non_probe },
-		{ "late_finishers", test_late_finishers },
-		{ "forced_open", test_forced_open },
-		{ "forced_closed", test_forced_closed },
-		{ "force_auto_from_open", test_force_auto_from_open },
-		{ "classify", test_classify },
-		{ "transitions", test_transitions },
-		{ "reason_truncated", test_reason_truncated },
-		{ "reconfigure_keeps", test_reconfigure_keeps },
-		{ "reconfigure_resets", test_reconfigure_resets },
-		{ "free_null", test_free_null },
+		{"names", test_names},
+		{"consecutive_threshold", test_consecutive_threshold},
+		{"consecutive_success_resets", test_consecutive_success_resets},
+		{"count_min_calls", test_count_min_calls},
+		{"count_rate_exact", test_count_rate_exact},
+		{"count_below_rate_and_ring", test_count_below_rate_and_ring},
+		{"count_ring_evicts_failures", test_count_ring_evicts_failures},
+		{"time_window", test_time_window},
+		{"time_window_edge", test_time_window_edge},
+		{"slow_calls", test_slow_calls},
+		{"slow_not_tracked", test_slow_not_tracked},
+		{"slow_time_mode", test_slow_time_mode},
+		{"half_open_timing", test_half_open_timing},
+		{"half_open_state_query", test_half_open_state_query},
+		{"probe_limit", test_probe_limit},
+		{"probe_failure_backoff", test_probe_failure_backoff},
+		{"probes_close", test_probes_close},
+		{"one_probe_closes", test_one_probe_closes},
+		{"probe_cancel", test_probe_cancel},
+		{"cancel_non_probe", test_cancel_non_probe},
+		{"late_finishers", test_late_finishers},
+		{"forced_open", test_forced_open},
+		{"forced_closed", test_forced_closed},
+		{"force_auto_from_open", test_force_auto_from_open},
+		{"classify", test_classify},
+		{"transitions", test_transitions},
+		{"reason_truncated", test_reason_truncated},
+		{"reconfigure_keeps", test_reconfigure_keeps},
+		{"reconfigure_resets", test_reconfigure_resets},
+		{"free_null", test_free_null},
 	};
 	Suite *s = suite_create("breaker");
 	TCase *tc;

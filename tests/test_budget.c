@@ -126,7 +126,7 @@ END_TEST
 
 START_TEST(test_attempt_exhausted)
 {
-	struct attempt_timeouts t = { -7, -7, -7, 0 };
+	struct attempt_timeouts t = {-7, -7, -7, 0};
 	struct budget b;
 
 	budget_init(&b, 0, 3000, 0);
@@ -134,13 +134,13 @@ START_TEST(test_attempt_exhausted)
 	ck_assert_int_eq(t.total_ms, 100);
 	t.total_ms = -7;
 	ck_assert_int_eq(budget_attempt_timeouts(&b, 2901, 1000, 2500, 3000, 0, 100, &t),
-	    BUDGET_E_EXHAUSTED);
+			 BUDGET_E_EXHAUSTED);
 	ck_assert_int_eq(t.total_ms, -7);
 	ck_assert_int_eq(budget_attempt_timeouts(&b, 2850, 1000, 2500, 3000, 51, 100, &t),
-	    BUDGET_E_EXHAUSTED);
+			 BUDGET_E_EXHAUSTED);
 	/* Nothing left is exhausted even with min_attempt_ms 0. */
 	ck_assert_int_eq(budget_attempt_timeouts(&b, 3000, 1000, 2500, 3000, 0, 0, &t),
-	    BUDGET_E_EXHAUSTED);
+			 BUDGET_E_EXHAUSTED);
 	ck_assert_int_eq(budget_attempt_timeouts(&b, 2999, 1000, 2500, 3000, 0, 0, &t), 0);
 	ck_assert_int_eq(t.total_ms, 1);
 }
@@ -164,8 +164,8 @@ END_TEST
 START_TEST(test_tokens_cjk)
 {
 	char *s = repeat("\xe4\xb8\xad", 100); /* 中 */
-	char *k = repeat("\xed\x95\x9c", 10); /* 한 */
-	char *f = repeat("\xef\xbc\x81", 10); /* ！ fullwidth */
+	char *k = repeat("\xed\x95\x9c", 10);  /* 한 */
+	char *f = repeat("\xef\xbc\x81", 10);  /* ！ fullwidth */
 
 	ck_assert_int_eq(tokens(s), 100);
 	ck_assert_int_eq(tokens(k), 10);
@@ -182,7 +182,7 @@ END_TEST
 
 START_TEST(test_tokens_other)
 {
-	char *e = repeat("\xc3\xa9", 10);	  /* é */
+	char *e = repeat("\xc3\xa9", 10);	     /* é */
 	char *emoji = repeat("\xf0\x9f\x98\x80", 3); /* U+1F600 */
 
 	ck_assert_int_eq(tokens(e), 5);
@@ -190,7 +190,7 @@ START_TEST(test_tokens_other)
 	/* Invalid bytes count as "other", one each; a truncated tail too. */
 	ck_assert_int_eq(tokens("\xff\xfe"), 1);
 	ck_assert_int_eq(budget_estimate_tokens("\xe4\xb8\xad", 2), 1);
-	ck_assert_int_eq(tokens("\xc0\xaf"), 1);	     /* overlong */
+	ck_assert_int_eq(tokens("\xc0\xaf"), 1);     /* overlong */
 	ck_assert_int_eq(tokens("\xed\xa0\x80"), 2); /* surrogate */
 	free(e);
 	free(emoji);
@@ -230,7 +230,7 @@ START_TEST(test_dynamic_tokens)
 	/* 10000 x (1 + 0.3 x 100 / 100) + 1500 = 14500 */
 	ck_assert_int_eq(budget_dynamic_timeout(&t, 10000, 100), 14500);
 	ck_assert_int_gt(budget_dynamic_timeout(&t, 10000, 200),
-	    budget_dynamic_timeout(&t, 10000, 100));
+			 budget_dynamic_timeout(&t, 10000, 100));
 	ck_assert_int_eq(budget_dynamic_timeout(&t, 10000, -50), 11500);
 }
 END_TEST
@@ -315,7 +315,7 @@ END_TEST
 
 START_TEST(test_plan_reserve_and_cut)
 {
-	struct attempt_limits lim = { 1000, 2500, 6000 };
+	struct attempt_limits lim = {1000, 2500, 6000};
 	struct attempt_timeouts t;
 	struct budget b;
 
@@ -354,7 +354,7 @@ END_TEST
 START_TEST(test_plan_crowd)
 {
 	static struct budget_crowd c;
-	struct attempt_limits lim = { 1000, 2500, 6000 };
+	struct attempt_limits lim = {1000, 2500, 6000};
 	struct attempt_timeouts t;
 	struct budget b;
 	int i;
@@ -391,8 +391,8 @@ END_TEST
 START_TEST(test_plan_exhausted)
 {
 	static struct budget_crowd c;
-	struct attempt_limits lim = { 1000, 2500, 6000 };
-	struct attempt_timeouts t = { -7, -7, -7, -7 };
+	struct attempt_limits lim = {1000, 2500, 6000};
+	struct attempt_timeouts t = {-7, -7, -7, -7};
 	struct budget b;
 
 	budget_crowd_init(&c, 1000000);
@@ -413,7 +413,7 @@ END_TEST
 
 START_TEST(test_caller_parse_header)
 {
-	static const char *const bad[] = { "0", "-1", "86400001", "abc", "", "12ms", "1.5" };
+	static const char *const bad[] = {"0", "-1", "86400001", "abc", "", "12ms", "1.5"};
 	int64_t ms = -7;
 	char *cause = NULL;
 	size_t i;
@@ -433,7 +433,7 @@ START_TEST(test_caller_parse_header)
 		ck_assert_int_eq(budget_caller_parse(bad[i], NULL, &ms, &cause), BUDGET_E_INVALID);
 		ck_assert_int_eq(ms, -7);
 		ck_assert_str_eq(cause,
-		    "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
+				 "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
 		free(cause);
 		cause = NULL;
 	}
@@ -444,8 +444,8 @@ END_TEST
 
 START_TEST(test_caller_parse_body)
 {
-	static const char *const bad[] = { "0", "-5", "1.5", "86400001", "\"100\"", "true", "{}",
-		"[]", "1e300" };
+	static const char *const bad[] = {"0",	  "-5", "1.5", "86400001", "\"100\"",
+					  "true", "{}", "[]",  "1e300"};
 	int64_t ms = -7;
 	char *cause = NULL;
 	cJSON *v;
@@ -491,26 +491,26 @@ budget_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "init_caller_shortens", test_init_caller_shortens },
-		{ "remaining", test_remaining },
-		{ "attempt_clipping", test_attempt_clipping },
-		{ "attempt_never_above_total", test_attempt_never_above_total },
-		{ "attempt_exhausted", test_attempt_exhausted },
-		{ "tokens_ascii", test_tokens_ascii },
-		{ "tokens_cjk", test_tokens_cjk },
-		{ "tokens_other", test_tokens_other },
-		{ "dynamic_default", test_dynamic_default },
-		{ "dynamic_clamp", test_dynamic_clamp },
-		{ "dynamic_tokens", test_dynamic_tokens },
-		{ "crowd_grows_with_calls_ahead", test_crowd_grows_with_calls_ahead },
-		{ "crowd_remove_and_stale_slots", test_crowd_remove_and_stale_slots },
-		{ "crowd_cost_average", test_crowd_cost_average },
-		{ "attempt_room", test_attempt_room },
-		{ "plan_reserve_and_cut", test_plan_reserve_and_cut },
-		{ "plan_crowd", test_plan_crowd },
-		{ "plan_exhausted", test_plan_exhausted },
-		{ "caller_parse_header", test_caller_parse_header },
-		{ "caller_parse_body", test_caller_parse_body },
+		{"init_caller_shortens", test_init_caller_shortens},
+		{"remaining", test_remaining},
+		{"attempt_clipping", test_attempt_clipping},
+		{"attempt_never_above_total", test_attempt_never_above_total},
+		{"attempt_exhausted", test_attempt_exhausted},
+		{"tokens_ascii", test_tokens_ascii},
+		{"tokens_cjk", test_tokens_cjk},
+		{"tokens_other", test_tokens_other},
+		{"dynamic_default", test_dynamic_default},
+		{"dynamic_clamp", test_dynamic_clamp},
+		{"dynamic_tokens", test_dynamic_tokens},
+		{"crowd_grows_with_calls_ahead", test_crowd_grows_with_calls_ahead},
+		{"crowd_remove_and_stale_slots", test_crowd_remove_and_stale_slots},
+		{"crowd_cost_average", test_crowd_cost_average},
+		{"attempt_room", test_attempt_room},
+		{"plan_reserve_and_cut", test_plan_reserve_and_cut},
+		{"plan_crowd", test_plan_crowd},
+		{"plan_exhausted", test_plan_exhausted},
+		{"caller_parse_header", test_caller_parse_header},
+		{"caller_parse_body", test_caller_parse_body},
 	};
 	Suite *s = suite_create("budget");
 	TCase *tc;

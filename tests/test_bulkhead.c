@@ -38,7 +38,7 @@ END_TEST
 
 START_TEST(test_fifo_handoff)
 {
-	struct bulkhead_waiter w[3] = { { 0 } };
+	struct bulkhead_waiter w[3] = {{0}};
 	struct bulkhead b;
 	int i;
 
@@ -69,7 +69,7 @@ END_TEST
 
 START_TEST(test_cancel_middle)
 {
-	struct bulkhead_waiter w[4] = { { 0 } };
+	struct bulkhead_waiter w[4] = {{0}};
 	struct bulkhead b;
 	int i;
 
@@ -124,7 +124,7 @@ END_TEST
 
 START_TEST(test_set_max_lower)
 {
-	struct bulkhead_waiter w = { 0 };
+	struct bulkhead_waiter w = {0};
 	struct bulkhead b;
 
 	bulkhead_init(&b, 3);
@@ -145,7 +145,7 @@ END_TEST
 
 START_TEST(test_set_max_raise)
 {
-	struct bulkhead_waiter w[3] = { { 0 } };
+	struct bulkhead_waiter w[3] = {{0}};
 	struct bulkhead b;
 	int i;
 
@@ -172,13 +172,10 @@ bulkhead_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "enter_full", test_enter_full },
-		{ "zero_max", test_zero_max },
-		{ "fifo_handoff", test_fifo_handoff },
-		{ "cancel_middle", test_cancel_middle },
-		{ "high_water", test_high_water },
-		{ "set_max_lower", test_set_max_lower },
-		{ "set_max_raise", test_set_max_raise },
+		{"enter_full", test_enter_full},       {"zero_max", test_zero_max},
+		{"fifo_handoff", test_fifo_handoff},   {"cancel_middle", test_cancel_middle},
+		{"high_water", test_high_water},       {"set_max_lower", test_set_max_lower},
+		{"set_max_raise", test_set_max_raise},
 	};
 	Suite *s = suite_create("bulkhead");
 	TCase *tc;

@@ -14,15 +14,14 @@
 static const char *
 rn(int i)
 {
-	static const char *const names[] = { "r0", "r1", "r2", "r3" };
+	static const char *const names[] = {"r0", "r1", "r2", "r3"};
 
 	return names[i];
 }
 
 /* Put input on route at now with result {"intent": intent} and confidence conf. */
 static void
-put(struct cache *c, int route, const char *input, const char *intent, double conf,
-    int64_t now)
+put(struct cache *c, int route, const char *input, const char *intent, double conf, int64_t now)
 {
 	cJSON *r = cJSON_CreateObject();
 
@@ -52,17 +51,17 @@ START_TEST(test_key_normalise)
 	struct {
 		const char *in, *want;
 	} cases[] = {
-		{ "hello", "hello" },
-		{ "  Hello World  ", "hello world" },
-		{ "a   b", "a b" },
-		{ "a\t\tb\n\nc\r\nd", "a b c d" },
-		{ "\f\v x \t\n", "x" },
-		{ "MiXeD CaSe 123 !?", "mixed case 123 !?" },
+		{"hello", "hello"},
+		{"  Hello World  ", "hello world"},
+		{"a   b", "a b"},
+		{"a\t\tb\n\nc\r\nd", "a b c d"},
+		{"\f\v x \t\n", "x"},
+		{"MiXeD CaSe 123 !?", "mixed case 123 !?"},
 		/* UTF-8 bytes are left alone (no Unicode case folding). */
-		{ "ÄPFEL Über", "Äpfel Über" },
-		{ "  你好  世界 ", "你好 世界" },
-		{ "", "" },
-		{ " \t\n ", "" },
+		{"ÄPFEL Über", "Äpfel Über"},
+		{"  你好  世界 ", "你好 世界"},
+		{"", ""},
+		{" \t\n ", ""},
 	};
 	size_t i;
 
@@ -94,7 +93,8 @@ START_TEST(test_put_get_per_route)
 	ck_assert_ptr_null(get(c, 2, "where is my parcel", 60, 2000));
 	ck_assert_ptr_null(get(c, 0, "where is my parcels", 60, 2000));
 
-	ck_assert_int_eq(cache_get(c, "r0", "where is my parcel", 60, 2000, &res, &has_conf, &conf), 0);
+	ck_assert_int_eq(cache_get(c, "r0", "where is my parcel", 60, 2000, &res, &has_conf, &conf),
+			 0);
 	ck_assert_int_eq(has_conf, 1);
 	ck_assert_double_eq_tol(conf, 0.9, 1e-12);
 
@@ -235,13 +235,13 @@ cache_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "key_normalise", test_key_normalise },
-		{ "put_get_per_route", test_put_get_per_route },
-		{ "ttl", test_ttl },
-		{ "capacity_oldest_first", test_capacity_oldest_first },
-		{ "replace", test_replace },
-		{ "expire_oldest_first", test_expire_oldest_first },
-		{ "store_null", test_store_null },
+		{"key_normalise", test_key_normalise},
+		{"put_get_per_route", test_put_get_per_route},
+		{"ttl", test_ttl},
+		{"capacity_oldest_first", test_capacity_oldest_first},
+		{"replace", test_replace},
+		{"expire_oldest_first", test_expire_oldest_first},
+		{"store_null", test_store_null},
 	};
 	Suite *s = suite_create("cache");
 	TCase *tc;

@@ -23,8 +23,8 @@ START_TEST(worse_canary_is_picked)
 {
 	struct canary_guard_cfg g = guard();
 	struct canary_stat t[] = {
-		{ 0, 95, 1000, 10 }, /* baseline 1 % */
-		{ 1, 5, 60, 5 },     /* canary 8.3 %: 7.3 points worse */
+		{0, 95, 1000, 10}, /* baseline 1 % */
+		{1, 5, 60, 5},	   /* canary 8.3 %: 7.3 points worse */
 	};
 	double cr, br;
 
@@ -38,7 +38,7 @@ START_TEST(within_delta_is_kept)
 {
 	struct canary_guard_cfg g = guard();
 	/* 6 % vs 1 %: exactly 5 points, not more */
-	struct canary_stat t[] = { { 0, 95, 1000, 10 }, { 1, 5, 100, 6 } };
+	struct canary_stat t[] = {{0, 95, 1000, 10}, {1, 5, 100, 6}};
 	double cr, br;
 
 	ck_assert_int_eq(canary_pick(&g, t, 2, &cr, &br), -1);
@@ -50,7 +50,7 @@ END_TEST
 START_TEST(both_sides_need_min_calls)
 {
 	struct canary_guard_cfg g = guard();
-	struct canary_stat t[] = { { 0, 95, 49, 0 }, { 1, 5, 100, 50 } };
+	struct canary_stat t[] = {{0, 95, 49, 0}, {1, 5, 100, 50}};
 	double cr, br;
 
 	ck_assert_int_eq(canary_pick(&g, t, 2, &cr, &br), -1); /* baseline 49 < 50 */
@@ -66,9 +66,9 @@ START_TEST(weight_zero_and_worst_of_several)
 {
 	struct canary_guard_cfg g = guard();
 	struct canary_stat t[] = {
-		{ 0, 80, 500, 0 }, { 0, 10, 500, 50 }, /* pooled baseline 5 % */
-		{ 1, 0, 100, 90 },		      /* already at weight 0 */
-		{ 1, 5, 100, 20 }, { 1, 5, 100, 40 },
+		{0, 80, 500, 0}, {0, 10, 500, 50}, /* pooled baseline 5 % */
+		{1, 0, 100, 90},		   /* already at weight 0 */
+		{1, 5, 100, 20}, {1, 5, 100, 40},
 	};
 	double cr, br;
 

@@ -89,7 +89,7 @@ rows(struct fixture *f, const char *table, const char *where)
 	return n;
 }
 
-static const struct control_who alice = { "alice", "127.0.0.1" };
+static const struct control_who alice = {"alice", "127.0.0.1"};
 
 START_TEST(force_and_release_go_through_the_setter)
 {
@@ -110,8 +110,9 @@ START_TEST(force_and_release_go_through_the_setter)
 	ck_assert_int_eq(engine_route_forced(f.e, 0), 2);
 	ck_assert_int_eq(engine_route_level(f.e, 0), 2);
 	/* The event went with the override in the operator's transaction. */
-	ck_assert_int_eq(rows(&f, "events", "kind = 'level' AND subject = 'intent' AND detail ="
-					     " 'L0 -> forced L2 by alice: vendor outage'"),
+	ck_assert_int_eq(rows(&f, "events",
+			      "kind = 'level' AND subject = 'intent' AND detail ="
+			      " 'L0 -> forced L2 by alice: vendor outage'"),
 			 1);
 	ck_assert_int_eq(rows(&f, "overrides", "kind = 'level' AND subject = 'intent'"), 1);
 
@@ -120,8 +121,9 @@ START_TEST(force_and_release_go_through_the_setter)
 	ck_assert_ptr_null(rt->forced_actor);
 	ck_assert_ptr_null(rt->forced_reason);
 	ck_assert_int_eq(engine_route_level(f.e, 0), 0);
-	ck_assert_int_eq(rows(&f, "events", "kind = 'level' AND detail ="
-					     " 'forced L2 -> auto L0 (released by alice)'"),
+	ck_assert_int_eq(rows(&f, "events",
+			      "kind = 'level' AND detail ="
+			      " 'forced L2 -> auto L0 (released by alice)'"),
 			 1);
 	ck_assert_int_eq(rows(&f, "overrides", "kind = 'level'"), 0);
 
@@ -131,12 +133,10 @@ START_TEST(force_and_release_go_through_the_setter)
 	ck_assert_int_eq(rows(&f, "audit", "action = 'level.release'"), 2);
 
 	/* Refused values change nothing. */
-	ck_assert_int_eq(control_level_force(f.e, 0, 4, "x", 0, &alice, &cause),
-			 CONTROL_E_INVALID);
+	ck_assert_int_eq(control_level_force(f.e, 0, 4, "x", 0, &alice, &cause), CONTROL_E_INVALID);
 	free(cause);
 	cause = NULL;
-	ck_assert_int_eq(control_level_force(f.e, 0, 1, "", 0, &alice, &cause),
-			 CONTROL_E_INVALID);
+	ck_assert_int_eq(control_level_force(f.e, 0, 1, "", 0, &alice, &cause), CONTROL_E_INVALID);
 	free(cause);
 	ck_assert_int_eq(rt->forced_level, -1);
 	fixture_down(&f);
@@ -147,7 +147,7 @@ START_TEST(ttl_expiry_reads_as_gone_and_the_tick_writes_it)
 {
 	struct fixture f;
 	struct route_rt *rt;
-	const struct control_level past = { 1, "bob", "probe", 1000, NULL };
+	const struct control_level past = {1, "bob", "probe", 1000, NULL};
 	int64_t until;
 	char *cause = NULL;
 
@@ -178,8 +178,9 @@ START_TEST(ttl_expiry_reads_as_gone_and_the_tick_writes_it)
 	ck_assert_int_eq(rt->forced_level, -1);
 	ck_assert_ptr_null(rt->forced_actor);
 	ck_assert_int_eq(rt->forced_until_wall, 0);
-	ck_assert_int_eq(rows(&f, "events", "kind = 'level' AND at = 1000 AND detail ="
-					     " 'forced level 1 expired (ttl) -> auto 0'"),
+	ck_assert_int_eq(rows(&f, "events",
+			      "kind = 'level' AND at = 1000 AND detail ="
+			      " 'forced level 1 expired (ttl) -> auto 0'"),
 			 1);
 	/* A second tick finds nothing to do. */
 	control_level_tick(f.e, NULL, 0, 5000);
@@ -200,17 +201,18 @@ END_TEST
 START_TEST(set_writes_its_event_as_told)
 {
 	struct fixture f;
-	const struct control_level on = { 2, "review_overflow", "review queue over capacity (6 > 5)",
-					  0, "L0 -> forced L2 by review_overflow: over" };
-	const struct control_level off = { -1, NULL, NULL, 0, "forced L2 -> auto L0" };
-	const struct control_level quiet = { 1, "carol", "restored", 0, "not written" };
+	const struct control_level on = {2, "review_overflow", "review queue over capacity (6 > 5)",
+					 0, "L0 -> forced L2 by review_overflow: over"};
+	const struct control_level off = {-1, NULL, NULL, 0, "forced L2 -> auto L0"};
+	const struct control_level quiet = {1, "carol", "restored", 0, "not written"};
 
 	fixture_up(&f);
 	control_level_set(f.e, 0, &on, CONTROL_EVENT_WRITE, 7000);
 	ck_assert_int_eq(engine_route_level(f.e, 0), 2);
 	ck_assert_str_eq(f.e->routes[0].forced_actor, "review_overflow");
-	ck_assert_int_eq(rows(&f, "events", "kind = 'level' AND at = 7000 AND detail ="
-					     " 'L0 -> forced L2 by review_overflow: over'"),
+	ck_assert_int_eq(rows(&f, "events",
+			      "kind = 'level' AND at = 7000 AND detail ="
+			      " 'L0 -> forced L2 by review_overflow: over'"),
 			 1);
 	control_level_set(f.e, 0, &off, CONTROL_EVENT_WRITE, 8000);
 	ck_assert_int_eq(engine_route_level(f.e, 0), 0);

@@ -208,16 +208,16 @@ health_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "fresh", test_fresh },
-		{ "bounds", test_bounds },
-		{ "failures_lower", test_failures_lower },
-		{ "slow_p99", test_slow_p99 },
-		{ "load", test_load },
-		{ "percentile_exact", test_percentile_exact },
-		{ "percentile_small", test_percentile_small },
-		{ "percentile_window", test_percentile_window },
-		{ "ring_wraps", test_ring_wraps },
-		{ "window_expiry", test_window_expiry },
+		{"fresh", test_fresh},
+		{"bounds", test_bounds},
+		{"failures_lower", test_failures_lower},
+		{"slow_p99", test_slow_p99},
+		{"load", test_load},
+		{"percentile_exact", test_percentile_exact},
+		{"percentile_small", test_percentile_small},
+		{"percentile_window", test_percentile_window},
+		{"ring_wraps", test_ring_wraps},
+		{"window_expiry", test_window_expiry},
 	};
 	Suite *s = suite_create("health");
 	TCase *tc;

@@ -185,7 +185,7 @@ START_TEST(test_waiters_handover)
 	struct idem *t = idem_new(100);
 	struct idem_entry *en;
 	struct idem_waiter *w, *next;
-	int args[3] = { 1, 2, 3 }, i, n = 0;
+	int args[3] = {1, 2, 3}, i, n = 0;
 
 	en = idem_insert(t, "intent", "r1", FAR);
 	for (i = 0; i < 3; i++) {
@@ -212,7 +212,6 @@ START_TEST(test_waiters_handover)
 	idem_free(t);
 }
 END_TEST
-
 
 START_TEST(test_byte_budget_evicts_done_entries)
 {
@@ -251,13 +250,13 @@ idem_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "insert_find_per_route", test_insert_find_per_route },
-		{ "inflight_vs_done", test_inflight_vs_done },
-		{ "expiry_ttl", test_expiry_ttl },
-		{ "capacity_done_only", test_capacity_done_only },
-		{ "remove", test_remove },
-		{ "waiters_handover", test_waiters_handover },
-		{ "byte_budget", test_byte_budget_evicts_done_entries },
+		{"insert_find_per_route", test_insert_find_per_route},
+		{"inflight_vs_done", test_inflight_vs_done},
+		{"expiry_ttl", test_expiry_ttl},
+		{"capacity_done_only", test_capacity_done_only},
+		{"remove", test_remove},
+		{"waiters_handover", test_waiters_handover},
+		{"byte_budget", test_byte_budget_evicts_done_entries},
 	};
 	Suite *s = suite_create("idem");
 	TCase *tc;

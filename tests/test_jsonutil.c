@@ -40,7 +40,8 @@ START_TEST(test_print_matches_cjson)
 	same_as_cjson("[0.1,0.2,1.5,-2.25,3.14159,1e-07,123456789]");
 	/* cJSON prints 0.30000000000000004 as 0.3 (it accepts an approximate
 	 * round trip); json_print keeps it exact: see numbers_exact_text. */
-	same_as_cjson("{\"s\":\"quote \\\" back \\\\ nl \\n tab \\t cr \\r bs \\b ff \\f ctl \\u0001\"}");
+	same_as_cjson(
+		"{\"s\":\"quote \\\" back \\\\ nl \\n tab \\t cr \\r bs \\b ff \\f ctl \\u0001\"}");
 	same_as_cjson("{\"u\":\"caf\\u00e9 \\u4f60\\u597d / slash\"}");
 	same_as_cjson("[[[[]]],{\"\":\"\"}]");
 }
@@ -48,8 +49,9 @@ END_TEST
 
 START_TEST(test_numbers_round_trip)
 {
-	const double v[] = { 0.1, 1.0 / 3.0, 2.0 / 3.0, 1e300, -1e-300, 123456.789,
-			     9007199254740991.0, 9007199254740993.0, -0.5, 4.35, 0.6 };
+	const double v[] = {0.1,	1.0 / 3.0,	    2.0 / 3.0,		1e300, -1e-300,
+			    123456.789, 9007199254740991.0, 9007199254740993.0, -0.5,  4.35,
+			    0.6};
 	size_t i;
 
 	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
@@ -69,9 +71,16 @@ START_TEST(test_numbers_exact_text)
 		double v;
 		const char *text;
 	} cases[] = {
-		{ 0, "0" }, { 42, "42" }, { -7, "-7" }, { 1e15, "1000000000000000" },
-		{ 0.6, "0.6" }, { 0.1 + 0.2, "0.30000000000000004" }, { 2.5e-8, "2.5e-08" },
-		{ NAN, "null" }, { INFINITY, "null" }, { -INFINITY, "null" },
+		{0, "0"},
+		{42, "42"},
+		{-7, "-7"},
+		{1e15, "1000000000000000"},
+		{0.6, "0.6"},
+		{0.1 + 0.2, "0.30000000000000004"},
+		{2.5e-8, "2.5e-08"},
+		{NAN, "null"},
+		{INFINITY, "null"},
+		{-INFINITY, "null"},
 	};
 	size_t i;
 
@@ -89,7 +98,7 @@ END_TEST
 /* The writer's short-decimal path prints what "%.15g" (or "%.17g") would. */
 START_TEST(test_numbers_match_printf)
 {
-	static const double scale[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7 };
+	static const double scale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7};
 	unsigned long long seed = 88172645463325252ull;
 	char want[40];
 	struct buf b;
@@ -165,10 +174,11 @@ START_TEST(test_call_answer_json)
 	a.request_id = "r-\"1\"";
 	a.route = "intent";
 	s = call_answer_json(&a, 1);
-	ck_assert_str_eq(s, "{\"request_id\":\"r-\\\"1\\\"\",\"route\":\"intent\","
-			    "\"result\":{\"intent\":\"refund\"},\"source\":\"rules\",\"backend\":null,"
-			    "\"level\":2,\"degraded\":true,\"reason\":\"breaker_open\",\"confidence\":0.6,"
-			    "\"review\":\"pending\",\"attempts\":0,\"elapsed_ms\":3,\"replayed\":true}");
+	ck_assert_str_eq(
+		s, "{\"request_id\":\"r-\\\"1\\\"\",\"route\":\"intent\","
+		   "\"result\":{\"intent\":\"refund\"},\"source\":\"rules\",\"backend\":null,"
+		   "\"level\":2,\"degraded\":true,\"reason\":\"breaker_open\",\"confidence\":0.6,"
+		   "\"review\":\"pending\",\"attempts\":0,\"elapsed_ms\":3,\"replayed\":true}");
 	free(s);
 
 	/* the result printed once elsewhere is spliced in as is */
@@ -184,10 +194,11 @@ START_TEST(test_call_answer_json)
 	a.elapsed_ms = 120;
 	a.request_id = "r-2";
 	s = call_answer_json(&a, 0);
-	ck_assert_str_eq(s, "{\"request_id\":\"r-2\",\"route\":\"intent\","
-			    "\"result\":{\"intent\":\"other\"},\"source\":\"llm\",\"backend\":\"primary\","
-			    "\"level\":0,\"degraded\":false,\"reason\":null,\"confidence\":null,"
-			    "\"review\":\"none\",\"attempts\":1,\"elapsed_ms\":120,\"replayed\":false}");
+	ck_assert_str_eq(
+		s, "{\"request_id\":\"r-2\",\"route\":\"intent\","
+		   "\"result\":{\"intent\":\"other\"},\"source\":\"llm\",\"backend\":\"primary\","
+		   "\"level\":0,\"degraded\":false,\"reason\":null,\"confidence\":null,"
+		   "\"review\":\"none\",\"attempts\":1,\"elapsed_ms\":120,\"replayed\":false}");
 	free(s);
 	cJSON_Delete(a.result);
 
@@ -200,9 +211,10 @@ START_TEST(test_call_answer_json)
 	a.request_id = "r-3";
 	a.route = "intent";
 	s = call_answer_json(&a, 0);
-	ck_assert_str_eq(s, "{\"error\":{\"code\":\"exhausted\",\"message\":\"every rung of the "
-			    "ladder failed for route intent (no_fallback)\",\"reason\":\"no_fallback\"},"
-			    "\"request_id\":\"r-3\",\"attempts\":2,\"elapsed_ms\":900}");
+	ck_assert_str_eq(
+		s, "{\"error\":{\"code\":\"exhausted\",\"message\":\"every rung of the "
+		   "ladder failed for route intent (no_fallback)\",\"reason\":\"no_fallback\"},"
+		   "\"request_id\":\"r-3\",\"attempts\":2,\"elapsed_ms\":900}");
 	free(s);
 }
 END_TEST

@@ -101,12 +101,9 @@ START_TEST(test_transitions)
 {
 	static const char want[STEP__COUNT][STEP__COUNT + 1] = {
 		/* to:  P  B  R  C  S  X  __COUNT */
-		[P] = { 0, 1, 1, 1, 1, 1, 0 },
-		[B] = { 0, 0, 1, 1, 1, 1, 0 },
-		[R] = { 0, 0, 0, 1, 1, 1, 0 },
-		[C] = { 0, 0, 0, 0, 1, 1, 0 },
-		[S] = { 0, 0, 0, 0, 0, 1, 0 },
-		[X] = { 0, 0, 0, 0, 0, 0, 0 },
+		[P] = {0, 1, 1, 1, 1, 1, 0}, [B] = {0, 0, 1, 1, 1, 1, 0},
+		[R] = {0, 0, 0, 1, 1, 1, 0}, [C] = {0, 0, 0, 0, 1, 1, 0},
+		[S] = {0, 0, 0, 0, 0, 1, 0}, [X] = {0, 0, 0, 0, 0, 0, 0},
 	};
 	int from, to;
 
@@ -116,8 +113,8 @@ START_TEST(test_transitions)
 					      want[from][to],
 				      "%d -> %d", from, to);
 	ck_assert_int_eq(ladder_transition_ok(STEP__COUNT, X), 0);
-	ck_assert_int_eq(ladder_transition_ok((enum step)-1, P), 0);
-	ck_assert_int_eq(ladder_transition_ok(P, (enum step)-1), 0);
+	ck_assert_int_eq(ladder_transition_ok((enum step) - 1, P), 0);
+	ck_assert_int_eq(ladder_transition_ok(P, (enum step) - 1), 0);
 }
 END_TEST
 
@@ -153,11 +150,8 @@ ladder_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "configured", test_configured },
-		{ "next", test_next },
-		{ "first", test_first },
-		{ "transitions", test_transitions },
-		{ "walk", test_walk },
+		{"configured", test_configured},   {"next", test_next}, {"first", test_first},
+		{"transitions", test_transitions}, {"walk", test_walk},
 	};
 	Suite *s = suite_create("ladder");
 	TCase *tc;

@@ -77,42 +77,55 @@ static const struct {
 	const char *table;
 	const char *columns[24];
 } required[] = {
-	{ "calls", { "id", "request_id", "route", "started_at",
-	    "finished_at", "elapsed_ms", "budget_ms", "level", "source",
-	    "backend", "degraded", "reason", "attempts", "confidence",
-	    "review", "http_status", "input", "result", "response", "status",
-	    NULL } },
-	{ "attempts", { "id", "call_id", "request_id", "route", "backend",
-	    "attempt_no", "started_at", "timeout_ms", "connect_ms",
-	    "first_byte_ms", "total_ms", "http_status", "outcome",
-	    "retry_after_ms", "input_tokens", "output_tokens", "raw_output",
-	    NULL } },
-	{ "validation_failures", { "id", "attempt_id", "call_id", "route",
-	    "stage", "rule", "detail", "raw_output", NULL } },
-	{ "degradations", { "id", "call_id", "route", "from_step", "to_step",
-	    "reason", "at", NULL } },
-	{ "events", { "id", "at", "kind", "subject", "detail", NULL } },
-	{ "reviews", { "id", "route", "request_id", "call_id", "priority",
-	    "reason", "state", "created_at", "due_at", "input", "raw_output",
-	    "result", "confidence", "alt_result", "reviewer", "verdict",
-	    "corrected_result", "note", "decided_at", NULL } },
-	{ "jobs", { "id", "request_id", "route", "state", "body",
-	    "created_at", "updated_at", "tries", "response", NULL } },
-	{ "overrides", { "kind", "subject", "value", "actor", "reason",
-	    "until", "at", NULL } },
-	{ "audit", { "id", "at", "actor", "action", "target", "before",
-	    "after", "remote", NULL } },
-	{ "alerts", { "id", "rule", "route", "severity", "state", "value",
-	    "threshold", "at", NULL } },
-	{ "slo_minutes", { "route", "minute", "total", "service_good",
-	    "smart_good", "latency_ok", "timeouts", "retries", "attempts",
-	    "format_violations", "src_llm", "src_backup", "src_rules",
-	    "src_cache", "src_preset", "src_manual", "review_decided",
-	    "review_corrected", "shadow_total", "shadow_agree", "cross_total",
-	    "cross_agree", NULL } },
-	{ "cache", { "route", "key", "result", "confidence", "stored_at",
-	    NULL } },
-	{ "schema_migrations", { "version", "applied_at", NULL } },
+	{"calls", {"id",	"request_id", "route",	"started_at",  "finished_at", "elapsed_ms",
+		   "budget_ms", "level",      "source", "backend",     "degraded",    "reason",
+		   "attempts",	"confidence", "review", "http_status", "input",	      "result",
+		   "response",	"status",     NULL}},
+	{"attempts",
+	 {"id", "call_id", "request_id", "route", "backend", "attempt_no", "started_at",
+	  "timeout_ms", "connect_ms", "first_byte_ms", "total_ms", "http_status", "outcome",
+	  "retry_after_ms", "input_tokens", "output_tokens", "raw_output", NULL}},
+	{"validation_failures",
+	 {"id", "attempt_id", "call_id", "route", "stage", "rule", "detail", "raw_output", NULL}},
+	{"degradations", {"id", "call_id", "route", "from_step", "to_step", "reason", "at", NULL}},
+	{"events", {"id", "at", "kind", "subject", "detail", NULL}},
+	{"reviews",
+	 {"id",		"route",      "request_id", "call_id", "priority",	   "reason",
+	  "state",	"created_at", "due_at",	    "input",   "raw_output",	   "result",
+	  "confidence", "alt_result", "reviewer",   "verdict", "corrected_result", "note",
+	  "decided_at", NULL}},
+	{"jobs",
+	 {"id", "request_id", "route", "state", "body", "created_at", "updated_at", "tries",
+	  "response", NULL}},
+	{"overrides", {"kind", "subject", "value", "actor", "reason", "until", "at", NULL}},
+	{"audit", {"id", "at", "actor", "action", "target", "before", "after", "remote", NULL}},
+	{"alerts", {"id", "rule", "route", "severity", "state", "value", "threshold", "at", NULL}},
+	{"slo_minutes",
+	 {"route",
+	  "minute",
+	  "total",
+	  "service_good",
+	  "smart_good",
+	  "latency_ok",
+	  "timeouts",
+	  "retries",
+	  "attempts",
+	  "format_violations",
+	  "src_llm",
+	  "src_backup",
+	  "src_rules",
+	  "src_cache",
+	  "src_preset",
+	  "src_manual",
+	  "review_decided",
+	  "review_corrected",
+	  "shadow_total",
+	  "shadow_agree",
+	  "cross_total",
+	  "cross_agree",
+	  NULL}},
+	{"cache", {"route", "key", "result", "confidence", "stored_at", NULL}},
+	{"schema_migrations", {"version", "applied_at", NULL}},
 };
 
 START_TEST(test_tables_and_columns)
@@ -129,10 +142,12 @@ START_TEST(test_tables_and_columns)
 		for (c = 0; required[t].columns[c] != NULL; c++) {
 			v[0] = SVT(required[t].table);
 			v[1] = SVT(required[t].columns[c]);
-			n = store_reader_int(r, "SELECT count(*) FROM "
-			    "pragma_table_info(?1) WHERE name = ?2", v, 2, -1);
-			ck_assert_msg(n == 1, "%s.%s missing",
-			    required[t].table, required[t].columns[c]);
+			n = store_reader_int(r,
+					     "SELECT count(*) FROM "
+					     "pragma_table_info(?1) WHERE name = ?2",
+					     v, 2, -1);
+			ck_assert_msg(n == 1, "%s.%s missing", required[t].table,
+				      required[t].columns[c]);
 		}
 	}
 	store_reader_close(r);
@@ -141,15 +156,16 @@ END_TEST
 
 /* An index on table over exactly these columns (comma list, in order). */
 static int64_t
-index_count(struct store_reader *r, const char *table, const char *cols,
-    int unique)
+index_count(struct store_reader *r, const char *table, const char *cols, int unique)
 {
-	struct store_val v[3] = { SVT(table), SVT(cols), SVI(unique) };
+	struct store_val v[3] = {SVT(table), SVT(cols), SVI(unique)};
 
-	return store_reader_int(r, "SELECT count(*) FROM pragma_index_list(?1) "
-	    "AS il WHERE il.\"unique\" = ?3 AND (SELECT group_concat(name, "
-	    "',') FROM (SELECT name FROM pragma_index_info(il.name) ORDER BY "
-	    "seqno)) = ?2", v, 3, -1);
+	return store_reader_int(r,
+				"SELECT count(*) FROM pragma_index_list(?1) "
+				"AS il WHERE il.\"unique\" = ?3 AND (SELECT group_concat(name, "
+				"',') FROM (SELECT name FROM pragma_index_info(il.name) ORDER BY "
+				"seqno)) = ?2",
+				v, 3, -1);
 }
 
 static char pk_cols[128];
@@ -159,8 +175,7 @@ pk_row(void *arg, sqlite3_stmt *row)
 {
 	const unsigned char *s = sqlite3_column_text(row, 0);
 
-	snprintf(pk_cols, sizeof(pk_cols), "%s", s != NULL ?
-	    (const char *)s : "");
+	snprintf(pk_cols, sizeof(pk_cols), "%s", s != NULL ? (const char *)s : "");
 	return 1;
 }
 
@@ -171,9 +186,13 @@ primary_key(struct store_reader *r, const char *table)
 	char *cause = NULL;
 
 	pk_cols[0] = '\0';
-	ck_assert_int_eq(store_reader_query(r, "SELECT group_concat(name, ',') "
-	    "FROM (SELECT name FROM pragma_table_info(?1) WHERE pk > 0 "
-	    "ORDER BY pk)", &v, 1, pk_row, NULL, &cause), 0);
+	ck_assert_int_eq(
+		store_reader_query(r,
+				   "SELECT group_concat(name, ',') "
+				   "FROM (SELECT name FROM pragma_table_info(?1) WHERE pk > 0 "
+				   "ORDER BY pk)",
+				   &v, 1, pk_row, NULL, &cause),
+		0);
 	return pk_cols;
 }
 
@@ -183,19 +202,19 @@ START_TEST(test_indexes_and_keys)
 		const char *table, *cols;
 		int unique;
 	} idx[] = {
-		{ "calls", "route,request_id", 1 },
-		{ "calls", "started_at", 0 },
-		{ "attempts", "call_id", 0 },
-		{ "attempts", "started_at", 0 },
-		{ "validation_failures", "call_id", 0 },
-		{ "degradations", "call_id", 0 },
-		{ "reviews", "state,due_at", 0 },
-		{ "reviews", "route", 0 },
-		{ "reviews", "request_id", 0 },
-		{ "jobs", "state,created_at", 0 },
-		{ "jobs", "request_id", 1 },
-		{ "alerts", "at", 0 },
-		{ "audit", "at", 0 },
+		{"calls", "route,request_id", 1},
+		{"calls", "started_at", 0},
+		{"attempts", "call_id", 0},
+		{"attempts", "started_at", 0},
+		{"validation_failures", "call_id", 0},
+		{"degradations", "call_id", 0},
+		{"reviews", "state,due_at", 0},
+		{"reviews", "route", 0},
+		{"reviews", "request_id", 0},
+		{"jobs", "state,created_at", 0},
+		{"jobs", "request_id", 1},
+		{"alerts", "at", 0},
+		{"audit", "at", 0},
 	};
 	struct store_reader *r;
 	size_t i;
@@ -203,9 +222,9 @@ START_TEST(test_indexes_and_keys)
 	db_create();
 	r = reader();
 	for (i = 0; i < sizeof(idx) / sizeof(idx[0]); i++) {
-		ck_assert_msg(index_count(r, idx[i].table, idx[i].cols,
-		    idx[i].unique) >= 1, "no %sindex on %s(%s)",
-		    idx[i].unique ? "unique " : "", idx[i].table, idx[i].cols);
+		ck_assert_msg(index_count(r, idx[i].table, idx[i].cols, idx[i].unique) >= 1,
+			      "no %sindex on %s(%s)", idx[i].unique ? "unique " : "", idx[i].table,
+			      idx[i].cols);
 	}
 	ck_assert_str_eq(primary_key(r, "overrides"), "kind,subject");
 	ck_assert_str_eq(primary_key(r, "slo_minutes"), "route,minute");
@@ -227,18 +246,26 @@ START_TEST(test_schema_migrations_rows)
 	db_create();
 	after = wall_ms();
 	r = reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM "
-	    "schema_migrations", NULL, 0, -1), migrations_count);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM "
+					  "schema_migrations",
+					  NULL, 0, -1),
+			 migrations_count);
 	for (i = 0; i < migrations_count; i++) {
 		struct store_val v = SVI(migrations[i].version);
 
-		at = store_reader_int(r, "SELECT applied_at FROM "
-		    "schema_migrations WHERE version = ?1", &v, 1, -1);
+		at = store_reader_int(r,
+				      "SELECT applied_at FROM "
+				      "schema_migrations WHERE version = ?1",
+				      &v, 1, -1);
 		ck_assert_int_ge(at, before);
 		ck_assert_int_le(at, after);
 	}
-	ck_assert_int_eq(store_reader_int(r, "SELECT version FROM "
-	    "schema_migrations WHERE version = 1", NULL, 0, -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT version FROM "
+					  "schema_migrations WHERE version = 1",
+					  NULL, 0, -1),
+			 1);
 	ck_assert_int_eq(store_schema_version(r), store_known_version());
 	store_reader_close(r);
 }
@@ -248,9 +275,8 @@ START_TEST(test_reopen_keeps_data)
 {
 	struct store *st = NULL;
 	struct store_reader *r;
-	struct store_val v[4] = { SVI(1234), SVT("test"), SVT("kept"),
-	    SVT("across reopen") };
-	struct store_op op = { STORE_EVENT_INSERT, v, 4 };
+	struct store_val v[4] = {SVI(1234), SVT("test"), SVT("kept"), SVT("across reopen")};
+	struct store_op op = {STORE_EVENT_INSERT, v, 4};
 	char *cause = NULL;
 	int64_t applied;
 
@@ -258,8 +284,10 @@ START_TEST(test_reopen_keeps_data)
 	ck_assert_int_eq(store_commit_now(st, &op, 1, NULL, &cause), 0);
 	store_close(st);
 	r = reader();
-	applied = store_reader_int(r, "SELECT applied_at FROM "
-	    "schema_migrations WHERE version = 1", NULL, 0, -1);
+	applied = store_reader_int(r,
+				   "SELECT applied_at FROM "
+				   "schema_migrations WHERE version = 1",
+				   NULL, 0, -1);
 	store_reader_close(r);
 
 	st = NULL;
@@ -268,12 +296,21 @@ START_TEST(test_reopen_keeps_data)
 	store_close(st);
 
 	r = reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM "
-	    "schema_migrations", NULL, 0, -1), migrations_count);
-	ck_assert_int_eq(store_reader_int(r, "SELECT applied_at FROM "
-	    "schema_migrations WHERE version = 1", NULL, 0, -1), applied);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM events "
-	    "WHERE kind = 'test' AND subject = 'kept' AND at = 1234", NULL, 0, -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM "
+					  "schema_migrations",
+					  NULL, 0, -1),
+			 migrations_count);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT applied_at FROM "
+					  "schema_migrations WHERE version = 1",
+					  NULL, 0, -1),
+			 applied);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM events "
+					  "WHERE kind = 'test' AND subject = 'kept' AND at = 1234",
+					  NULL, 0, -1),
+			 1);
 	store_reader_close(r);
 }
 END_TEST
@@ -286,10 +323,13 @@ START_TEST(test_newer_refused)
 	int rc;
 
 	ck_assert_int_eq(sqlite3_open(db_path, &db), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(db, "CREATE TABLE schema_migrations "
-	    "(version INTEGER PRIMARY KEY, applied_at INTEGER); INSERT INTO "
-	    "schema_migrations VALUES (999, 0)", NULL, NULL, NULL),
-	    SQLITE_OK);
+	ck_assert_int_eq(
+		sqlite3_exec(db,
+			     "CREATE TABLE schema_migrations "
+			     "(version INTEGER PRIMARY KEY, applied_at INTEGER); INSERT INTO "
+			     "schema_migrations VALUES (999, 0)",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
 	sqlite3_close(db);
 
 	rc = store_open(db_path, 16, &st, &cause);
@@ -315,14 +355,11 @@ START_TEST(test_embedded_migrations)
 	ck_assert_ptr_nonnull(strstr(migrations[0].sql, "CREATE TABLE calls"));
 	for (i = 0; i < migrations_count; i++) {
 		snprintf(prefix, sizeof(prefix), "%03d_", migrations[i].version);
-		ck_assert_int_eq(strncmp(migrations[i].name, prefix,
-		    strlen(prefix)), 0);
+		ck_assert_int_eq(strncmp(migrations[i].name, prefix, strlen(prefix)), 0);
 		if (i > 0)
-			ck_assert_int_gt(migrations[i].version,
-			    migrations[i - 1].version);
+			ck_assert_int_gt(migrations[i].version, migrations[i - 1].version);
 	}
-	ck_assert_int_eq(store_known_version(),
-	    migrations[migrations_count - 1].version);
+	ck_assert_int_eq(store_known_version(), migrations[migrations_count - 1].version);
 }
 END_TEST
 
@@ -332,12 +369,13 @@ migrations_suite(void)
 	Suite *s = suite_create("migrations");
 	TCase *tc;
 
-#define TC(name, fn) do {						\
-	tc = tcase_create(name);					\
-	tcase_add_unchecked_fixture(tc, setup, teardown);			\
-	tcase_add_test(tc, fn);						\
-	suite_add_tcase(s, tc);						\
-} while (0)
+#define TC(name, fn)                                                                               \
+	do {                                                                                       \
+		tc = tcase_create(name);                                                           \
+		tcase_add_unchecked_fixture(tc, setup, teardown);                                  \
+		tcase_add_test(tc, fn);                                                            \
+		suite_add_tcase(s, tc);                                                            \
+	} while (0)
 	TC("tables_and_columns", test_tables_and_columns);
 	TC("indexes_and_keys", test_indexes_and_keys);
 	TC("schema_migrations_rows", test_schema_migrations_rows);

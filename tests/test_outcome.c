@@ -36,7 +36,7 @@ START_TEST(test_outcome_names)
 		ck_assert_str_eq(n, want_outcomes[i]);
 	}
 	ck_assert_ptr_null(outcome_name(OUTCOME__COUNT));
-	ck_assert_ptr_null(outcome_name((enum outcome)-1));
+	ck_assert_ptr_null(outcome_name((enum outcome) - 1));
 	ck_assert_ptr_null(outcome_name((enum outcome)1000));
 }
 END_TEST
@@ -56,8 +56,8 @@ END_TEST
 
 START_TEST(test_outcome_parse_unknown)
 {
-	const char *bad[] = { "", "OK", "Ok", "http_5XX", "timeout", "ok ", " ok", "http_5xx_",
-			      "connect", "low_confidence\n" };
+	const char *bad[] = {"",    "OK",  "Ok",	"http_5XX", "timeout",
+			     "ok ", " ok", "http_5xx_", "connect",  "low_confidence\n"};
 	size_t i;
 
 	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -120,7 +120,7 @@ START_TEST(test_step_names)
 		ck_assert_str_eq(step_name((enum step)i), want[i]);
 	}
 	ck_assert_ptr_null(step_name(STEP__COUNT));
-	ck_assert_ptr_null(step_name((enum step)-1));
+	ck_assert_ptr_null(step_name((enum step) - 1));
 }
 END_TEST
 
@@ -137,7 +137,7 @@ START_TEST(test_source_names)
 		ck_assert_str_eq(source_name((enum source)i), want[i]);
 	}
 	ck_assert_ptr_null(source_name(SOURCE__COUNT));
-	ck_assert_ptr_null(source_name((enum source)-1));
+	ck_assert_ptr_null(source_name((enum source) - 1));
 }
 END_TEST
 
@@ -148,14 +148,14 @@ outcome_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "outcome_names", test_outcome_names },
-		{ "outcome_roundtrip", test_outcome_roundtrip },
-		{ "outcome_parse_unknown", test_outcome_parse_unknown },
-		{ "is_validation", test_is_validation },
-		{ "is_timeout", test_is_timeout },
-		{ "bits", test_bits },
-		{ "step_names", test_step_names },
-		{ "source_names", test_source_names },
+		{"outcome_names", test_outcome_names},
+		{"outcome_roundtrip", test_outcome_roundtrip},
+		{"outcome_parse_unknown", test_outcome_parse_unknown},
+		{"is_validation", test_is_validation},
+		{"is_timeout", test_is_timeout},
+		{"bits", test_bits},
+		{"step_names", test_step_names},
+		{"source_names", test_source_names},
 	};
 	Suite *s = suite_create("outcome");
 	TCase *tc;

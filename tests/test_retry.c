@@ -41,7 +41,7 @@ parse(const char *s, int64_t now, int64_t *out)
 START_TEST(test_backoff_sequence)
 {
 	struct retry_cfg c = cfg_base();
-	static const int64_t want[] = { 500, 1000, 2000, 4000, 8000, 8000 };
+	static const int64_t want[] = {500, 1000, 2000, 4000, 8000, 8000};
 	int n;
 
 	for (n = 1; n <= 6; n++)
@@ -173,15 +173,35 @@ END_TEST
 START_TEST(test_retry_after_garbage)
 {
 	static const char *const bad[] = {
-		"", "   ", "-1", "+1", "1.5", "2 s", "abc", "0x10", "1e3",
-		"99999999999999999999", "9223372036854776",
-		"Sun, 06 Nov 1994 08:49:37", "Sun, 06 Nov 1994 08:49:37 GMT junk",
-		"Sun, 31 Feb 1994 08:49:37 GMT", "Sun, 29 Feb 1994 08:49:37 GMT",
-		"Sun, 06 Nov 1994 24:00:00 GMT", "Sun, 06 Nov 1994 08:60:00 GMT",
-		"Sun, 06 Foo 1994 08:49:37 GMT", "Xyz, 06 Nov 1994 08:49:37 GMT",
-		"Sun, 00 Nov 1994 08:49:37 GMT", "Sun, 06 Nov 94 08:49:37 GMT",
-		"Sun, 06 Nov 1994 8:49:37 GMT", "Sun Nov  6 08:49:41", "Sun Nov 6 08:49:41 94",
-		"Sunday, 06-Nov-94 08:49:40", "Sun,", "Sun", ",", "GMT",
+		"",
+		"   ",
+		"-1",
+		"+1",
+		"1.5",
+		"2 s",
+		"abc",
+		"0x10",
+		"1e3",
+		"99999999999999999999",
+		"9223372036854776",
+		"Sun, 06 Nov 1994 08:49:37",
+		"Sun, 06 Nov 1994 08:49:37 GMT junk",
+		"Sun, 31 Feb 1994 08:49:37 GMT",
+		"Sun, 29 Feb 1994 08:49:37 GMT",
+		"Sun, 06 Nov 1994 24:00:00 GMT",
+		"Sun, 06 Nov 1994 08:60:00 GMT",
+		"Sun, 06 Foo 1994 08:49:37 GMT",
+		"Xyz, 06 Nov 1994 08:49:37 GMT",
+		"Sun, 00 Nov 1994 08:49:37 GMT",
+		"Sun, 06 Nov 94 08:49:37 GMT",
+		"Sun, 06 Nov 1994 8:49:37 GMT",
+		"Sun Nov  6 08:49:41",
+		"Sun Nov 6 08:49:41 94",
+		"Sunday, 06-Nov-94 08:49:40",
+		"Sun,",
+		"Sun",
+		",",
+		"GMT",
 	};
 	int64_t ms = 12345;
 	size_t i;
@@ -193,7 +213,7 @@ START_TEST(test_retry_after_garbage)
 	ck_assert_int_eq(retry_parse_retry_after("1\0002", 3, 0, &ms), -EINVAL);
 	ck_assert_int_eq(retry_parse_retry_after(NULL, 0, 0, &ms), -EINVAL);
 	ck_assert_int_eq(retry_parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", 20, 0, &ms),
-	    -EINVAL);
+			 -EINVAL);
 }
 END_TEST
 
@@ -234,24 +254,24 @@ START_TEST(test_decide_class)
 		delay = -1;
 		want = (c.retry_on & OUTCOME_BIT(o)) ? 0 : RETRY_E_CLASS;
 		ck_assert_msg(retry_decide(&c, (enum outcome)o, 0, -1, 10000, 100, NULL, 0, NULL,
-				  &delay) == want,
-		    "outcome %s", outcome_name((enum outcome)o));
+					   &delay) == want,
+			      "outcome %s", outcome_name((enum outcome)o));
 		if (want == 0)
 			ck_assert_int_eq(delay, 500);
 	}
 	/* Invalid output is never retried, even when listed. */
 	c.retry_on = ~0u;
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_VALIDATION_FORMAT, 0, -1, 10000, 100, NULL, 0,
-			     NULL, &delay),
-	    RETRY_E_CLASS);
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_LOW_CONFIDENCE, 0, -1, 10000, 100, NULL, 0,
-			     NULL, &delay),
-	    RETRY_E_CLASS);
+				      NULL, &delay),
+			 RETRY_E_CLASS);
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_OK, 0, -1, 10000, 100, NULL, 0, NULL, &delay), RETRY_E_CLASS);
+		retry_decide(&c, OUTCOME_LOW_CONFIDENCE, 0, -1, 10000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_CLASS);
+	ck_assert_int_eq(retry_decide(&c, OUTCOME_OK, 0, -1, 10000, 100, NULL, 0, NULL, &delay),
+			 RETRY_E_CLASS);
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_FIRST_BYTE_TIMEOUT, 0, -1, 10000, 100, NULL, 0,
-			     NULL, &delay),
-	    0);
+				      NULL, &delay),
+			 0);
 }
 END_TEST
 
@@ -261,19 +281,19 @@ START_TEST(test_decide_exhausted)
 	int64_t delay = -1;
 
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_5XX, 1, -1, 10000, 100, NULL, 0, NULL, &delay), 0);
+		retry_decide(&c, OUTCOME_HTTP_5XX, 1, -1, 10000, 100, NULL, 0, NULL, &delay), 0);
 	ck_assert_int_eq(delay, 1000); /* the second retry's backoff */
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 2, -1, 10000, 100, NULL, 0, NULL,
-			     &delay),
-	    RETRY_E_EXHAUSTED);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_5XX, 2, -1, 10000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_EXHAUSTED);
 	c.max_retries = 0;
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, NULL, 0, NULL,
-			     &delay),
-	    RETRY_E_EXHAUSTED);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_EXHAUSTED);
 	/* Class is checked first. */
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_4XX, 5, -1, 10000, 100, NULL, 0, NULL,
-			     &delay),
-	    RETRY_E_CLASS);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_4XX, 5, -1, 10000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_CLASS);
 }
 END_TEST
 
@@ -283,23 +303,23 @@ START_TEST(test_decide_deadline)
 	int64_t delay = -1;
 
 	/* remaining - backoff >= min_attempt, inclusive. */
-	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_RESET, 0, -1, 600, 100, NULL, 0, NULL, &delay), 0);
+	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 0, -1, 600, 100, NULL, 0, NULL, &delay),
+			 0);
 	ck_assert_int_eq(delay, 500);
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 0, -1, 599, 100, NULL, 0, NULL, &delay),
-	    RETRY_E_DEADLINE);
+			 RETRY_E_DEADLINE);
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 0, -1, 0, 100, NULL, 0, NULL, &delay),
-	    RETRY_E_DEADLINE);
+			 RETRY_E_DEADLINE);
 	/* No backoff: only the attempt itself must fit. */
 	c.backoff = BACKOFF_NONE;
-	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_RESET, 0, -1, 100, 100, NULL, 0, NULL, &delay), 0);
+	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 0, -1, 100, 100, NULL, 0, NULL, &delay),
+			 0);
 	ck_assert_int_eq(delay, 0);
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 0, -1, 99, 100, NULL, 0, NULL, &delay),
-	    RETRY_E_DEADLINE);
+			 RETRY_E_DEADLINE);
 	/* Exhausted is reported before deadline. */
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_RESET, 2, -1, 0, 100, NULL, 0, NULL, &delay),
-	    RETRY_E_EXHAUSTED);
+			 RETRY_E_EXHAUSTED);
 }
 END_TEST
 
@@ -310,26 +330,26 @@ START_TEST(test_decide_retry_after)
 
 	/* Retry-After longer than the backoff and fitting: waited. */
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_429, 0, 2000, 3000, 100, NULL, 0, NULL, &delay), 0);
+		retry_decide(&c, OUTCOME_HTTP_429, 0, 2000, 3000, 100, NULL, 0, NULL, &delay), 0);
 	ck_assert_int_eq(delay, 2000);
 	/* Shorter than the backoff: the backoff wins. */
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_429, 0, 100, 3000, 100, NULL, 0, NULL, &delay), 0);
+		retry_decide(&c, OUTCOME_HTTP_429, 0, 100, 3000, 100, NULL, 0, NULL, &delay), 0);
 	ck_assert_int_eq(delay, 500);
 	/* Not fitting: stop at once. */
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_429, 0, 5000, 3000, 100, NULL, 0, NULL,
-			     &delay),
-	    RETRY_E_DEADLINE);
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_429, 0, 2901, 3000, 100, NULL, 0, NULL,
-			     &delay),
-	    RETRY_E_DEADLINE);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_429, 0, 5000, 3000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_DEADLINE);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_429, 0, 2901, 3000, 100, NULL, 0, NULL, &delay),
+		RETRY_E_DEADLINE);
 	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_429, 0, INT64_MAX / 2, 3000, 100, NULL, 0,
-			     NULL, &delay),
-	    RETRY_E_DEADLINE);
+				      NULL, &delay),
+			 RETRY_E_DEADLINE);
 	/* Not honoured: ignored. */
 	c.honor_retry_after = false;
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_429, 0, 5000, 3000, 100, NULL, 0, NULL, &delay), 0);
+		retry_decide(&c, OUTCOME_HTTP_429, 0, 5000, 3000, 100, NULL, 0, NULL, &delay), 0);
 	ck_assert_int_eq(delay, 500);
 }
 END_TEST
@@ -344,25 +364,24 @@ START_TEST(test_decide_budget)
 	c.budget_min_per_s = 0;
 	retry_budget_init(&rb);
 	/* No calls, no floor: no token. */
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL,
-			     &delay),
-	    RETRY_E_BUDGET);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay),
+		RETRY_E_BUDGET);
 	for (i = 0; i < 10; i++)
 		retry_budget_record_call(&rb, 0);
 	/* Deadline is checked before budget, and does not spend a token. */
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 100, 100, &rb, 0, NULL,
-			     &delay),
-	    RETRY_E_DEADLINE);
+	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 100, 100, &rb, 0, NULL, &delay),
+			 RETRY_E_DEADLINE);
 	retry_budget_counts(&rb, 0, &calls, &retries);
 	ck_assert_int_eq(calls, 10);
 	ck_assert_int_eq(retries, 0);
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay), 0);
+		retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay), 0);
 	ck_assert_int_eq(
-	    retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay), 0);
-	ck_assert_int_eq(retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL,
-			     &delay),
-	    RETRY_E_BUDGET);
+		retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay), 0);
+	ck_assert_int_eq(
+		retry_decide(&c, OUTCOME_HTTP_5XX, 0, -1, 10000, 100, &rb, 0, NULL, &delay),
+		RETRY_E_BUDGET);
 	retry_budget_counts(&rb, 0, &calls, &retries);
 	ck_assert_int_eq(retries, 2);
 }
@@ -450,23 +469,23 @@ retry_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "backoff_sequence", test_backoff_sequence },
-		{ "jitter_bounds", test_jitter_bounds },
-		{ "jitter_full", test_jitter_full },
-		{ "jitter_seeded_repeatable", test_jitter_seeded_repeatable },
-		{ "retry_after_delta", test_retry_after_delta },
-		{ "retry_after_date", test_retry_after_date },
-		{ "retry_after_garbage", test_retry_after_garbage },
-		{ "retry_after_random_bytes", test_retry_after_random_bytes },
-		{ "decide_class", test_decide_class },
-		{ "decide_exhausted", test_decide_exhausted },
-		{ "decide_deadline", test_decide_deadline },
-		{ "decide_retry_after", test_decide_retry_after },
-		{ "decide_budget", test_decide_budget },
-		{ "budget_ratio", test_budget_ratio },
-		{ "budget_floor", test_budget_floor },
-		{ "budget_expiry", test_budget_expiry },
-		{ "e_names", test_e_names },
+		{"backoff_sequence", test_backoff_sequence},
+		{"jitter_bounds", test_jitter_bounds},
+		{"jitter_full", test_jitter_full},
+		{"jitter_seeded_repeatable", test_jitter_seeded_repeatable},
+		{"retry_after_delta", test_retry_after_delta},
+		{"retry_after_date", test_retry_after_date},
+		{"retry_after_garbage", test_retry_after_garbage},
+		{"retry_after_random_bytes", test_retry_after_random_bytes},
+		{"decide_class", test_decide_class},
+		{"decide_exhausted", test_decide_exhausted},
+		{"decide_deadline", test_decide_deadline},
+		{"decide_retry_after", test_decide_retry_after},
+		{"decide_budget", test_decide_budget},
+		{"budget_ratio", test_budget_ratio},
+		{"budget_floor", test_budget_floor},
+		{"budget_expiry", test_budget_expiry},
+		{"e_names", test_e_names},
 	};
 	Suite *s = suite_create("retry");
 	TCase *tc;

@@ -27,7 +27,8 @@ START_TEST(state_names_round_trip)
 
 	for (i = 0; i < REVIEW_STATE__COUNT; i++) {
 		ck_assert_ptr_nonnull(review_state_name((enum review_state)i));
-		ck_assert_int_eq(review_state_parse(review_state_name((enum review_state)i), &s), 0);
+		ck_assert_int_eq(review_state_parse(review_state_name((enum review_state)i), &s),
+				 0);
 		ck_assert_int_eq(s, i);
 	}
 	ck_assert_str_eq(review_state_name(REVIEW_PENDING), "pending");
@@ -73,27 +74,27 @@ struct tr_case {
 
 static const struct tr_case tr_cases[] = {
 	/* pending: claim, or decide directly */
-	{ REVIEW_PENDING, NULL, "alice", REVIEW_CLAIM, 0, REVIEW_CLAIMED },
-	{ REVIEW_PENDING, NULL, "alice", REVIEW_APPROVE, 0, REVIEW_APPROVED },
-	{ REVIEW_PENDING, NULL, "alice", REVIEW_CORRECT, 0, REVIEW_CORRECTED },
-	{ REVIEW_PENDING, NULL, "alice", REVIEW_REJECT, 0, REVIEW_REJECTED },
+	{REVIEW_PENDING, NULL, "alice", REVIEW_CLAIM, 0, REVIEW_CLAIMED},
+	{REVIEW_PENDING, NULL, "alice", REVIEW_APPROVE, 0, REVIEW_APPROVED},
+	{REVIEW_PENDING, NULL, "alice", REVIEW_CORRECT, 0, REVIEW_CORRECTED},
+	{REVIEW_PENDING, NULL, "alice", REVIEW_REJECT, 0, REVIEW_REJECTED},
 	/* claimed: the holder may re-claim (no change) and decide */
-	{ REVIEW_CLAIMED, "alice", "alice", REVIEW_CLAIM, 0, REVIEW_CLAIMED },
-	{ REVIEW_CLAIMED, "alice", "alice", REVIEW_APPROVE, 0, REVIEW_APPROVED },
-	{ REVIEW_CLAIMED, "alice", "alice", REVIEW_CORRECT, 0, REVIEW_CORRECTED },
-	{ REVIEW_CLAIMED, "alice", "alice", REVIEW_REJECT, 0, REVIEW_REJECTED },
+	{REVIEW_CLAIMED, "alice", "alice", REVIEW_CLAIM, 0, REVIEW_CLAIMED},
+	{REVIEW_CLAIMED, "alice", "alice", REVIEW_APPROVE, 0, REVIEW_APPROVED},
+	{REVIEW_CLAIMED, "alice", "alice", REVIEW_CORRECT, 0, REVIEW_CORRECTED},
+	{REVIEW_CLAIMED, "alice", "alice", REVIEW_REJECT, 0, REVIEW_REJECTED},
 	/* ... anybody else gets a conflict */
-	{ REVIEW_CLAIMED, "alice", "bob", REVIEW_CLAIM, REVIEW_Q_E_CLAIMED, 0 },
-	{ REVIEW_CLAIMED, "alice", "bob", REVIEW_APPROVE, REVIEW_Q_E_CLAIMED, 0 },
-	{ REVIEW_CLAIMED, "alice", "bob", REVIEW_CORRECT, REVIEW_Q_E_CLAIMED, 0 },
-	{ REVIEW_CLAIMED, "alice", "bob", REVIEW_REJECT, REVIEW_Q_E_CLAIMED, 0 },
-	{ REVIEW_CLAIMED, NULL, "bob", REVIEW_APPROVE, REVIEW_Q_E_CLAIMED, 0 },
+	{REVIEW_CLAIMED, "alice", "bob", REVIEW_CLAIM, REVIEW_Q_E_CLAIMED, 0},
+	{REVIEW_CLAIMED, "alice", "bob", REVIEW_APPROVE, REVIEW_Q_E_CLAIMED, 0},
+	{REVIEW_CLAIMED, "alice", "bob", REVIEW_CORRECT, REVIEW_Q_E_CLAIMED, 0},
+	{REVIEW_CLAIMED, "alice", "bob", REVIEW_REJECT, REVIEW_Q_E_CLAIMED, 0},
+	{REVIEW_CLAIMED, NULL, "bob", REVIEW_APPROVE, REVIEW_Q_E_CLAIMED, 0},
 	/* decided is final, whoever asks */
-	{ REVIEW_APPROVED, "alice", "alice", REVIEW_APPROVE, REVIEW_Q_E_DECIDED, 0 },
-	{ REVIEW_APPROVED, "alice", "bob", REVIEW_CLAIM, REVIEW_Q_E_DECIDED, 0 },
-	{ REVIEW_CORRECTED, "alice", "alice", REVIEW_REJECT, REVIEW_Q_E_DECIDED, 0 },
-	{ REVIEW_REJECTED, "alice", "bob", REVIEW_CORRECT, REVIEW_Q_E_DECIDED, 0 },
-	{ REVIEW_REJECTED, NULL, "bob", REVIEW_CLAIM, REVIEW_Q_E_DECIDED, 0 },
+	{REVIEW_APPROVED, "alice", "alice", REVIEW_APPROVE, REVIEW_Q_E_DECIDED, 0},
+	{REVIEW_APPROVED, "alice", "bob", REVIEW_CLAIM, REVIEW_Q_E_DECIDED, 0},
+	{REVIEW_CORRECTED, "alice", "alice", REVIEW_REJECT, REVIEW_Q_E_DECIDED, 0},
+	{REVIEW_REJECTED, "alice", "bob", REVIEW_CORRECT, REVIEW_Q_E_DECIDED, 0},
+	{REVIEW_REJECTED, NULL, "bob", REVIEW_CLAIM, REVIEW_Q_E_DECIDED, 0},
 };
 
 START_TEST(transition_table)
@@ -225,29 +226,29 @@ struct ov_case {
 
 static const struct ov_case ov_cases[] = {
 	/* auto_accept_low: at capacity is fine; over it, accept the excess */
-	{ { AAL, 2, 2, 2, 0, 0 }, REVIEW_OVERFLOW_NONE, 0 },
-	{ { AAL, 2, 3, 3, 0, 0 }, REVIEW_OVERFLOW_ACCEPT_LOW, 1 },
-	{ { AAL, 2, 5, 4, 0, 0 }, REVIEW_OVERFLOW_ACCEPT_LOW, 3 },
+	{{AAL, 2, 2, 2, 0, 0}, REVIEW_OVERFLOW_NONE, 0},
+	{{AAL, 2, 3, 3, 0, 0}, REVIEW_OVERFLOW_ACCEPT_LOW, 1},
+	{{AAL, 2, 5, 4, 0, 0}, REVIEW_OVERFLOW_ACCEPT_LOW, 3},
 	/* ... but never more than there are low items */
-	{ { AAL, 2, 5, 1, 0, 0 }, REVIEW_OVERFLOW_ACCEPT_LOW, 1 },
+	{{AAL, 2, 5, 1, 0, 0}, REVIEW_OVERFLOW_ACCEPT_LOW, 1},
 	/* ... and none: keep every item */
-	{ { AAL, 2, 3, 0, 0, 0 }, REVIEW_OVERFLOW_KEEP, 0 },
-	{ { AAL, 1000, 0, 0, 0, 0 }, REVIEW_OVERFLOW_NONE, 0 },
+	{{AAL, 2, 3, 0, 0, 0}, REVIEW_OVERFLOW_KEEP, 0},
+	{{AAL, 1000, 0, 0, 0, 0}, REVIEW_OVERFLOW_NONE, 0},
 	/* force_l2: over capacity forces L2 */
-	{ { FL2, 2, 2, 0, 0, 0 }, REVIEW_OVERFLOW_NONE, 0 },
-	{ { FL2, 2, 3, 3, 0, 0 }, REVIEW_OVERFLOW_FORCE_L2, 0 },
+	{{FL2, 2, 2, 0, 0, 0}, REVIEW_OVERFLOW_NONE, 0},
+	{{FL2, 2, 3, 3, 0, 0}, REVIEW_OVERFLOW_FORCE_L2, 0},
 	/* ... once */
-	{ { FL2, 2, 4, 0, 1, 0 }, REVIEW_OVERFLOW_NONE, 0 },
+	{{FL2, 2, 4, 0, 1, 0}, REVIEW_OVERFLOW_NONE, 0},
 	/* ... an operator's forced level is left alone */
-	{ { FL2, 2, 3, 0, 0, 1 }, REVIEW_OVERFLOW_KEEP, 0 },
-	{ { FL2, 2, 1, 0, 0, 1 }, REVIEW_OVERFLOW_NONE, 0 },
+	{{FL2, 2, 3, 0, 0, 1}, REVIEW_OVERFLOW_KEEP, 0},
+	{{FL2, 2, 1, 0, 0, 1}, REVIEW_OVERFLOW_NONE, 0},
 	/* ... released below capacity, not at it */
-	{ { FL2, 2, 2, 0, 1, 0 }, REVIEW_OVERFLOW_NONE, 0 },
-	{ { FL2, 2, 1, 0, 1, 0 }, REVIEW_OVERFLOW_RELEASE_L2, 0 },
-	{ { FL2, 2, 0, 0, 1, 0 }, REVIEW_OVERFLOW_RELEASE_L2, 0 },
+	{{FL2, 2, 2, 0, 1, 0}, REVIEW_OVERFLOW_NONE, 0},
+	{{FL2, 2, 1, 0, 1, 0}, REVIEW_OVERFLOW_RELEASE_L2, 0},
+	{{FL2, 2, 0, 0, 1, 0}, REVIEW_OVERFLOW_RELEASE_L2, 0},
 	/* a force left by force_l2 after the policy changed (reload) is released */
-	{ { AAL, 2, 0, 0, 1, 0 }, REVIEW_OVERFLOW_RELEASE_L2, 0 },
-	{ { AAL, 2, 5, 4, 1, 0 }, REVIEW_OVERFLOW_RELEASE_L2, 0 },
+	{{AAL, 2, 0, 0, 1, 0}, REVIEW_OVERFLOW_RELEASE_L2, 0},
+	{{AAL, 2, 5, 4, 1, 0}, REVIEW_OVERFLOW_RELEASE_L2, 0},
 };
 
 START_TEST(overflow_plan_table)
@@ -293,7 +294,8 @@ static struct config *
 two_routes(void)
 {
 	static const char *json =
-		"{\"backends\":[{\"name\":\"b1\",\"url\":\"http://127.0.0.1:9/x\",\"model\":\"m\"}],"
+		"{\"backends\":[{\"name\":\"b1\",\"url\":\"http://127.0.0.1:9/"
+		"x\",\"model\":\"m\"}],"
 		"\"routes\":[{\"name\":\"r1\",\"targets\":[{\"backend\":\"b1\"}]},"
 		"{\"name\":\"r2\",\"targets\":[{\"backend\":\"b1\"}]}]}";
 	struct config *c = NULL;
@@ -308,11 +310,21 @@ two_routes(void)
 static int64_t
 insert_item(struct store *st, const char *route, enum priority p)
 {
-	struct store_val v[] = { SVN,	     SVT(route),	  SVT("req-1"),	    SVI(1),
-				 SVI(p),     SVT("low_confidence"), SVT("pending"), SVI(1000),
-				 SVI(2000),  SVT("hello"),	  SVT("raw"),	    SVT("{\"a\":1}"),
-				 SVR(0.4),   SVN };
-	struct store_op op = { STORE_REVIEW_INSERT, v, (int)(sizeof v / sizeof v[0]) };
+	struct store_val v[] = {SVN,
+				SVT(route),
+				SVT("req-1"),
+				SVI(1),
+				SVI(p),
+				SVT("low_confidence"),
+				SVT("pending"),
+				SVI(1000),
+				SVI(2000),
+				SVT("hello"),
+				SVT("raw"),
+				SVT("{\"a\":1}"),
+				SVR(0.4),
+				SVN};
+	struct store_op op = {STORE_REVIEW_INSERT, v, (int)(sizeof v / sizeof v[0])};
 	int64_t id = 0;
 	char *cause = NULL;
 
@@ -352,10 +364,10 @@ START_TEST(setter_commits_with_its_record_rows)
 
 	/* pending -> claimed, with an audit row in the same transaction */
 	{
-		struct review_change ch = { .to = REVIEW_CLAIMED, .reviewer = "alice", .why = "t" };
-		struct store_val av[] = { SVI(5), SVT("alice"), SVT("review.claim"),
-					  SVT("review:1"), SVN, SVN, SVT("127.0.0.1") };
-		struct store_op op = { STORE_AUDIT_INSERT, av, 7 };
+		struct review_change ch = {.to = REVIEW_CLAIMED, .reviewer = "alice", .why = "t"};
+		struct store_val av[] = {SVI(5), SVT("alice"), SVT("review.claim"), SVT("review:1"),
+					 SVN,	 SVN,	       SVT("127.0.0.1")};
+		struct store_op op = {STORE_AUDIT_INSERT, av, 7};
 
 		ck_assert_int_eq(review_q_set_state(q, st, &it, &ch, &op, 1, &cause), 0);
 	}
@@ -376,7 +388,7 @@ START_TEST(setter_commits_with_its_record_rows)
 	store_get_stats(st, &stats);
 	commits = stats.sync_commits;
 	{
-		struct review_change ch = { .to = REVIEW_CLAIMED, .reviewer = "alice" };
+		struct review_change ch = {.to = REVIEW_CLAIMED, .reviewer = "alice"};
 
 		ck_assert_int_eq(review_q_set_state(q, st, &it, &ch, NULL, 0, &cause), 0);
 	}
@@ -385,13 +397,13 @@ START_TEST(setter_commits_with_its_record_rows)
 
 	/* claimed -> corrected */
 	{
-		struct review_change ch = { .to = REVIEW_CORRECTED,
-					    .reviewer = "alice",
-					    .verdict = "correct",
-					    .corrected_result = "{\"a\":2}",
-					    .note = "was wrong",
-					    .decided_at = 7000,
-					    .why = "t" };
+		struct review_change ch = {.to = REVIEW_CORRECTED,
+					   .reviewer = "alice",
+					   .verdict = "correct",
+					   .corrected_result = "{\"a\":2}",
+					   .note = "was wrong",
+					   .decided_at = 7000,
+					   .why = "t"};
 
 		ck_assert_int_eq(review_q_set_state(q, st, &it, &ch, NULL, 0, &cause), 0);
 	}
@@ -427,12 +439,12 @@ START_TEST(setter_failure_changes_nothing)
 			   REVIEW_STATE__COUNT, REVIEW_PENDING);
 	/* the audit row fails (NOT NULL action): the UPDATE is rolled back with it */
 	{
-		struct review_change ch = { .to = REVIEW_APPROVED,
-					    .reviewer = "bob",
-					    .verdict = "approve",
-					    .decided_at = 9 };
-		struct store_val av[] = { SVI(5), SVT("bob"), SVN };
-		struct store_op op = { STORE_AUDIT_INSERT, av, 3 };
+		struct review_change ch = {.to = REVIEW_APPROVED,
+					   .reviewer = "bob",
+					   .verdict = "approve",
+					   .decided_at = 9};
+		struct store_val av[] = {SVI(5), SVT("bob"), SVN};
+		struct store_op op = {STORE_AUDIT_INSERT, av, 3};
 
 		ck_assert_int_eq(review_q_set_state(q, st, &it, &ch, &op, 1, &cause),
 				 REVIEW_Q_E_STORE);
@@ -448,7 +460,7 @@ START_TEST(setter_failure_changes_nothing)
 	free(s);
 	/* too many record rows: refused before the store is asked */
 	{
-		struct review_change ch = { .to = REVIEW_REJECTED, .reviewer = "bob" };
+		struct review_change ch = {.to = REVIEW_REJECTED, .reviewer = "bob"};
 		struct store_op ops[8];
 
 		memset(ops, 0, sizeof ops);
@@ -522,7 +534,8 @@ review_suite(void)
 	tcase_add_test(tc, counts_follow_the_items);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("overflow");
-	tcase_add_loop_test(tc, overflow_plan_table, 0, (int)(sizeof ov_cases / sizeof ov_cases[0]));
+	tcase_add_loop_test(tc, overflow_plan_table, 0,
+			    (int)(sizeof ov_cases / sizeof ov_cases[0]));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("setter");
 	tcase_add_checked_fixture(tc, store_setup, store_teardown);

@@ -12,7 +12,7 @@
 START_TEST(reference_state_1234)
 {
 	/* xoshiro256** from the state {1, 2, 3, 4}. */
-	struct rng r = { { 1, 2, 3, 4 } };
+	struct rng r = {{1, 2, 3, 4}};
 
 	ck_assert_uint_eq(rng_u64(&r), 0x2d00ULL);
 	ck_assert_uint_eq(rng_u64(&r), 0x0ULL);

@@ -27,7 +27,7 @@ pick_many(const struct router_cand *c, int nc, int avoid, uint64_t seed, int n, 
 
 START_TEST(test_split_95_5)
 {
-	const struct router_cand c[] = { { 0, 95, 1 }, { 1, 5, 1 } };
+	const struct router_cand c[] = {{0, 95, 1}, {1, 5, 1}};
 	int counts[10];
 	double share;
 
@@ -40,7 +40,7 @@ END_TEST
 
 START_TEST(test_split_three_way)
 {
-	const struct router_cand c[] = { { 0, 1.0, 1 }, { 1, 2.0, 1 }, { 2, 1.0, 1 } };
+	const struct router_cand c[] = {{0, 1.0, 1}, {1, 2.0, 1}, {2, 1.0, 1}};
 	int counts[10];
 
 	pick_many(c, 3, -1, 1, 20000, counts);
@@ -52,7 +52,7 @@ END_TEST
 
 START_TEST(test_zero_weight)
 {
-	const struct router_cand c[] = { { 0, 0, 1 }, { 1, 3, 1 }, { 2, -1, 1 }, { 3, NAN, 1 } };
+	const struct router_cand c[] = {{0, 0, 1}, {1, 3, 1}, {2, -1, 1}, {3, NAN, 1}};
 	int counts[10];
 
 	pick_many(c, 4, -1, 1, 5000, counts);
@@ -65,7 +65,7 @@ END_TEST
 
 START_TEST(test_ineligible)
 {
-	const struct router_cand c[] = { { 0, 95, 0 }, { 1, 5, 1 }, { 2, 50, 0 } };
+	const struct router_cand c[] = {{0, 95, 0}, {1, 5, 1}, {2, 50, 0}};
 	int counts[10];
 
 	pick_many(c, 3, -1, 2, 5000, counts);
@@ -77,7 +77,7 @@ END_TEST
 
 START_TEST(test_avoid_honoured)
 {
-	const struct router_cand c[] = { { 0, 95, 1 }, { 1, 5, 1 }, { 2, 0, 1 }, { 3, 10, 0 } };
+	const struct router_cand c[] = {{0, 95, 1}, {1, 5, 1}, {2, 0, 1}, {3, 10, 0}};
 	int counts[10];
 
 	pick_many(c, 4, 0, 3, 5000, counts);
@@ -89,8 +89,8 @@ END_TEST
 START_TEST(test_avoid_ignored_alone)
 {
 	/* Only the avoided backend is usable: the retry goes to it again. */
-	const struct router_cand one[] = { { 7, 1, 1 } };
-	const struct router_cand rest[] = { { 0, 95, 1 }, { 1, 0, 1 }, { 2, 5, 0 } };
+	const struct router_cand one[] = {{7, 1, 1}};
+	const struct router_cand rest[] = {{0, 95, 1}, {1, 0, 1}, {2, 5, 0}};
 	int counts[10];
 
 	pick_many(one, 1, 7, 4, 100, counts);
@@ -105,7 +105,7 @@ END_TEST
 
 START_TEST(test_none)
 {
-	const struct router_cand c[] = { { 0, 0, 1 }, { 1, 5, 0 } };
+	const struct router_cand c[] = {{0, 0, 1}, {1, 5, 0}};
 	struct rng r;
 	int id = 42;
 
@@ -120,7 +120,7 @@ END_TEST
 
 START_TEST(test_tiny_weights)
 {
-	const struct router_cand c[] = { { 0, 1e-300, 1 }, { 1, 1e-300, 1 } };
+	const struct router_cand c[] = {{0, 1e-300, 1}, {1, 1e-300, 1}};
 	int counts[10];
 
 	pick_many(c, 2, -1, 8, 2000, counts);
@@ -136,14 +136,14 @@ router_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "split_95_5", test_split_95_5 },
-		{ "split_three_way", test_split_three_way },
-		{ "zero_weight", test_zero_weight },
-		{ "ineligible", test_ineligible },
-		{ "avoid_honoured", test_avoid_honoured },
-		{ "avoid_ignored_alone", test_avoid_ignored_alone },
-		{ "none", test_none },
-		{ "tiny_weights", test_tiny_weights },
+		{"split_95_5", test_split_95_5},
+		{"split_three_way", test_split_three_way},
+		{"zero_weight", test_zero_weight},
+		{"ineligible", test_ineligible},
+		{"avoid_honoured", test_avoid_honoured},
+		{"avoid_ignored_alone", test_avoid_ignored_alone},
+		{"none", test_none},
+		{"tiny_weights", test_tiny_weights},
 	};
 	Suite *s = suite_create("router");
 	TCase *tc;

@@ -289,8 +289,8 @@ END_TEST
 /* The pair index never hides a match: compare with a naive search. */
 START_TEST(test_matches_naive)
 {
-	static const char *const kws[] = {"ab", "ba", "abc", "zz", "a", "q", "xyzzy", "cab", "\xe9\x80",
-					  "aaab"};
+	static const char *const kws[] = {"ab", "ba",	 "abc", "zz",	    "a",
+					  "q",	"xyzzy", "cab", "\xe9\x80", "aaab"};
 	static const char alphabet[] = "abcABCxyzZq \xe9\x80\x80";
 	static char input[6000], low[6000];
 	struct rules_hit hit;
@@ -307,7 +307,8 @@ START_TEST(test_matches_naive)
 		for (i = 0; i < len; i++) {
 			seed = seed * 1103515245u + 12345u;
 			input[i] = alphabet[(seed >> 16) % (sizeof alphabet - 1)];
-			low[i] = input[i] >= 'A' && input[i] <= 'Z' ? (char)(input[i] + 32) : input[i];
+			low[i] = input[i] >= 'A' && input[i] <= 'Z' ? (char)(input[i] + 32)
+								    : input[i];
 		}
 		want = -2;
 		for (k = 0; k < ARRAY_SIZE(kws) && want == -2; k++) {

@@ -49,7 +49,7 @@ teardown(void)
 static void
 sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -92,20 +92,18 @@ count(const char *sql)
 static void
 put_event(struct store *st, int64_t at, const char *kind)
 {
-	struct store_val v[4] = { SVI(at), SVT(kind), SVT("subj"),
-	    SVT("detail") };
+	struct store_val v[4] = {SVI(at), SVT(kind), SVT("subj"), SVT("detail")};
 
 	ck_assert_int_eq(store_put(st, STORE_EVENT_INSERT, v, 4), 0);
 }
 
 static void
-put_attempt_raw(struct store *st, int64_t id, int64_t started_at,
-    const char *raw_output)
+put_attempt_raw(struct store *st, int64_t id, int64_t started_at, const char *raw_output)
 {
-	struct store_val v[17] = { SVI(id), SVI(id / 2), SVT("req"),
-	    SVT("route-a"), SVT("be"), SVI(1), SVI(started_at), SVI(1000),
-	    SVI(1), SVI(2), SVI(3), SVI(200), SVT("ok"), SVN, SVI(10),
-	    SVI(20), SVT(raw_output) };
+	struct store_val v[17] = {
+		SVI(id),	 SVI(id / 2), SVT("req"), SVT("route-a"), SVT("be"),	  SVI(1),
+		SVI(started_at), SVI(1000),   SVI(1),	  SVI(2),	  SVI(3),	  SVI(200),
+		SVT("ok"),	 SVN,	      SVI(10),	  SVI(20),	  SVT(raw_output)};
 
 	ck_assert_int_eq(store_put(st, STORE_ATTEMPT_INSERT, v, 17), 0);
 }
@@ -139,23 +137,23 @@ row_compare(void *arg, sqlite3_stmt *row)
 		v = &rc->vals[i];
 		switch (v->type) {
 		case SV_INT:
-			ck_assert_msg(sqlite3_column_type(row, i) ==
-			    SQLITE_INTEGER && sqlite3_column_int64(row, i) ==
-			    v->i, "column %d: want %lld", i, (long long)v->i);
+			ck_assert_msg(sqlite3_column_type(row, i) == SQLITE_INTEGER &&
+					      sqlite3_column_int64(row, i) == v->i,
+				      "column %d: want %lld", i, (long long)v->i);
 			break;
 		case SV_REAL:
-			ck_assert_msg(sqlite3_column_double(row, i) == v->d,
-			    "column %d: want %g", i, v->d);
+			ck_assert_msg(sqlite3_column_double(row, i) == v->d, "column %d: want %g",
+				      i, v->d);
 			break;
 		case SV_TEXT:
-			ck_assert_msg(sqlite3_column_type(row, i) ==
-			    SQLITE_TEXT && strcmp((const char *)
-			    sqlite3_column_text(row, i), v->s) == 0,
-			    "column %d: want %s", i, v->s);
+			ck_assert_msg(sqlite3_column_type(row, i) == SQLITE_TEXT &&
+					      strcmp((const char *)sqlite3_column_text(row, i),
+						     v->s) == 0,
+				      "column %d: want %s", i, v->s);
 			break;
 		case SV_NULL:
-			ck_assert_msg(sqlite3_column_type(row, i) ==
-			    SQLITE_NULL, "column %d: want NULL", i);
+			ck_assert_msg(sqlite3_column_type(row, i) == SQLITE_NULL,
+				      "column %d: want NULL", i);
 			break;
 		}
 	}
@@ -163,14 +161,13 @@ row_compare(void *arg, sqlite3_stmt *row)
 }
 
 static void
-check_row(struct store_reader *r, const char *sql,
-    const struct store_val *vals, int nvals)
+check_row(struct store_reader *r, const char *sql, const struct store_val *vals, int nvals)
 {
-	struct row_check rc = { vals, nvals, 0 };
+	struct row_check rc = {vals, nvals, 0};
 	char *cause = NULL;
 
-	ck_assert_msg(store_reader_query(r, sql, NULL, 0, row_compare, &rc,
-	    &cause) == 0, "%s: %s", sql, cause);
+	ck_assert_msg(store_reader_query(r, sql, NULL, 0, row_compare, &rc, &cause) == 0, "%s: %s",
+		      sql, cause);
 	ck_assert_msg(rc.rows == 1, "%s: %d rows", sql, rc.rows);
 }
 
@@ -186,10 +183,10 @@ START_TEST(test_async_rows_after_flush)
 	}
 	ck_assert_int_eq(store_flush(st), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE "
-	    "kind = 'async'"), 300);
+			       "kind = 'async'"),
+			 300);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts"), 300);
-	ck_assert_int_eq(count("SELECT sum(started_at) FROM attempts"),
-	    300 * 5000 + 299 * 300 / 2);
+	ck_assert_int_eq(count("SELECT sum(started_at) FROM attempts"), 300 * 5000 + 299 * 300 / 2);
 	store_get_stats(st, &stats);
 	ck_assert_uint_eq(stats.rows_written, 600);
 	ck_assert_uint_eq(stats.dropped, 0);
@@ -220,39 +217,37 @@ START_TEST(test_row_blocks_reused)
 			len = (size_t)(i * 53) % 11000 + 1;
 			memset(raw, 'a' + (i + round) % 26, len);
 			raw[len] = '\0';
-			put_attempt_raw(st, round * 1000 + i + 1, (int64_t)len,
-			    raw);
+			put_attempt_raw(st, round * 1000 + i + 1, (int64_t)len, raw);
 		}
 		ck_assert_int_eq(store_flush(st), 0);
 		store_get_stats(st, round == 0 ? &s1 : &s2);
 	}
 	free(raw);
 	ck_assert_uint_gt(s1.spare_blocks, 0);
-	ck_assert_uint_lt(s1.spare_blocks, 200);	/* rows > 8 KiB: freed */
+	ck_assert_uint_lt(s1.spare_blocks, 200); /* rows > 8 KiB: freed */
 	ck_assert_uint_eq(s2.spare_blocks, s1.spare_blocks);
 	/* Every text whole: its length (started_at), one letter throughout,
 	 * the letter of its own row and round. */
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts WHERE "
-	    "length(raw_output) = started_at AND "
-	    "replace(raw_output, substr(raw_output, 1, 1), '') = '' AND "
-	    "unicode(raw_output) = 97 + (((id - 1) % 1000) + (id > 1000)) % 26"),
-	    400);
+			       "length(raw_output) = started_at AND "
+			       "replace(raw_output, substr(raw_output, 1, 1), '') = '' AND "
+			       "unicode(raw_output) = 97 + (((id - 1) % 1000) + (id > 1000)) % 26"),
+			 400);
 
 	/* 3,000 small rows alive at once (the writer waits for another
 	 * connection's write lock meanwhile): at most 2,048 blocks kept. */
 	ck_assert_int_eq(sqlite3_open(db_path, &blocker), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL,
-	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 	for (i = 0; i < 3000; i++)
 		put_event(st, 1000 + i, "small");
-	ck_assert_int_eq(sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL),
-	    SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(blocker, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(blocker);
 	ck_assert_int_eq(store_flush(st), 0);
 	store_get_stats(st, &s3);
 	ck_assert_uint_eq(s3.spare_blocks, s2.spare_blocks + 2048);
 	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE "
-	    "kind = 'small'"), 3000);
+			       "kind = 'small'"),
+			 3000);
 	store_close(st);
 }
 END_TEST
@@ -280,7 +275,7 @@ produce(void *arg)
 
 	for (i = 0; i < 3000; i++) {
 		if (i % 500 == 499 && store_flush(p->st) != 0)
-			p->failed++;	/* the writer hands blocks back meanwhile */
+			p->failed++; /* the writer hands blocks back meanwhile */
 		len = (size_t)(i * 37 + p->no * 11) % 2900 + 1;
 		memset(raw, 'a' + p->no, len);
 		raw[len] = '\0';
@@ -305,7 +300,7 @@ START_TEST(test_concurrent_producers)
 	}
 	ck_assert_int_eq(store_flush(st), 0);
 	for (i = 0; i < 4; i++) {
-		p[i] = (struct producer){ st, i, 0 };
+		p[i] = (struct producer){st, i, 0};
 		ck_assert_int_eq(pthread_create(&th[i], NULL, produce, &p[i]), 0);
 	}
 	for (i = 0; i < 4; i++) {
@@ -314,9 +309,10 @@ START_TEST(test_concurrent_producers)
 	}
 	ck_assert_int_eq(store_flush(st), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts WHERE "
-	    "length(raw_output) = started_at AND "
-	    "replace(raw_output, substr(raw_output, 1, 1), '') = '' AND "
-	    "unicode(raw_output) = 97 + id / 100000"), 12000);
+			       "length(raw_output) = started_at AND "
+			       "replace(raw_output, substr(raw_output, 1, 1), '') = '' AND "
+			       "unicode(raw_output) = 97 + id / 100000"),
+			 12000);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts"), 14000);
 	store_close(st);
 }
@@ -326,41 +322,71 @@ START_TEST(test_column_order)
 {
 	struct store *st = open_store(256);
 	struct store_reader *r;
-	const struct store_val call[20] = { SVI(7), SVT("req-7"),
-	    SVT("route-a"), SVI(1000), SVI(1100), SVI(100), SVI(2000),
-	    SVT("L1"), SVT("llm"), SVT("be-1"), SVI(1), SVT("why"), SVI(2),
-	    SVR(0.75), SVI(1), SVI(200), SVT("{\"in\":1}"),
-	    SVT("{\"out\":1}"), SVT("{\"resp\":1}"), SVT("done") };
-	const struct store_val attempt[17] = { SVI(8), SVI(7), SVT("req-7"),
-	    SVT("route-a"), SVT("be-1"), SVI(2), SVI(1010), SVI(900),
-	    SVI(11), SVI(22), SVI(33), SVI(429), SVT("rate_limited"),
-	    SVI(1500), SVI(44), SVI(55), SVT("raw text") };
-	const struct store_val vfail[9] = { SVI(9), SVI(8), SVI(7),
-	    SVT("route-a"), SVT("schema"), SVT("required"), SVT("no intent"),
-	    SVT("raw"), SVI(1020) };
-	const struct store_val degr[7] = { SVI(10), SVI(7), SVT("route-a"),
-	    SVT("llm"), SVT("rules"), SVT("breaker_open"), SVI(1030) };
-	const struct store_val alert[7] = { SVT("burn"), SVT("route-a"),
-	    SVT("page"), SVT("firing"), SVR(14.4), SVR(10.0), SVI(1040) };
-	const struct store_val audit[7] = { SVI(1050), SVT("alice"),
-	    SVT("override.set"), SVT("route-a"), SVT("{\"b\":1}"),
-	    SVT("{\"a\":2}"), SVT("10.0.0.1") };
-	const struct store_val over[7] = { SVT("level"), SVT("route-a"),
-	    SVT("L2"), SVT("alice"), SVT("incident"), SVI(9999), SVI(1060) };
-	const struct store_val cache[5] = { SVT("route-a"), SVT("k1"),
-	    SVT("{\"r\":1}"), SVR(0.5), SVI(1070) };
-	const struct store_val job[8] = { SVT("job-1"), SVT("route-a"),
-	    SVT("queued"), SVT("{\"body\":1}"), SVI(1080), SVI(1081), SVI(0),
-	    SVN };
-	const struct store_val jobup[5] = { SVT("done"), SVI(1090), SVI(2),
-	    SVT("{\"resp\":2}"), SVT("job-1") };
-	const struct store_val review[14] = { SVI(77), SVT("route-a"),
-	    SVT("req-7"), SVI(7), SVI(3), SVT("low_confidence"),
-	    SVT("pending"), SVI(1100), SVI(2100), SVT("{\"in\":1}"),
-	    SVT("raw"), SVT("{\"out\":1}"), SVR(0.4), SVT("{\"alt\":1}") };
-	const struct store_val reviewup[7] = { SVT("decided"), SVT("bob"),
-	    SVT("corrected"), SVT("{\"fixed\":1}"), SVT("note"), SVI(1200),
-	    SVI(77) };
+	const struct store_val call[20] = {SVI(7),
+					   SVT("req-7"),
+					   SVT("route-a"),
+					   SVI(1000),
+					   SVI(1100),
+					   SVI(100),
+					   SVI(2000),
+					   SVT("L1"),
+					   SVT("llm"),
+					   SVT("be-1"),
+					   SVI(1),
+					   SVT("why"),
+					   SVI(2),
+					   SVR(0.75),
+					   SVI(1),
+					   SVI(200),
+					   SVT("{\"in\":1}"),
+					   SVT("{\"out\":1}"),
+					   SVT("{\"resp\":1}"),
+					   SVT("done")};
+	const struct store_val attempt[17] = {SVI(8),
+					      SVI(7),
+					      SVT("req-7"),
+					      SVT("route-a"),
+					      SVT("be-1"),
+					      SVI(2),
+					      SVI(1010),
+					      SVI(900),
+					      SVI(11),
+					      SVI(22),
+					      SVI(33),
+					      SVI(429),
+					      SVT("rate_limited"),
+					      SVI(1500),
+					      SVI(44),
+					      SVI(55),
+					      SVT("raw text")};
+	const struct store_val vfail[9] = {SVI(9),	     SVI(8),	    SVI(7),
+					   SVT("route-a"),   SVT("schema"), SVT("required"),
+					   SVT("no intent"), SVT("raw"),    SVI(1020)};
+	const struct store_val degr[7] = {SVI(10),    SVI(7),	    SVT("route-a"),
+					  SVT("llm"), SVT("rules"), SVT("breaker_open"),
+					  SVI(1030)};
+	const struct store_val alert[7] = {SVT("burn"), SVT("route-a"), SVT("page"), SVT("firing"),
+					   SVR(14.4),	SVR(10.0),	SVI(1040)};
+	const struct store_val audit[7] = {SVI(1050),	   SVT("alice"),     SVT("override.set"),
+					   SVT("route-a"), SVT("{\"b\":1}"), SVT("{\"a\":2}"),
+					   SVT("10.0.0.1")};
+	const struct store_val over[7] = {SVT("level"),	   SVT("route-a"), SVT("L2"), SVT("alice"),
+					  SVT("incident"), SVI(9999),	   SVI(1060)};
+	const struct store_val cache[5] = {SVT("route-a"), SVT("k1"), SVT("{\"r\":1}"), SVR(0.5),
+					   SVI(1070)};
+	const struct store_val job[8] = {
+		SVT("job-1"), SVT("route-a"), SVT("queued"), SVT("{\"body\":1}"),
+		SVI(1080),    SVI(1081),      SVI(0),	     SVN};
+	const struct store_val jobup[5] = {SVT("done"), SVI(1090), SVI(2), SVT("{\"resp\":2}"),
+					   SVT("job-1")};
+	const struct store_val review[14] = {
+		SVI(77),   SVT("route-a"),	  SVT("req-7"),	  SVI(7),
+		SVI(3),	   SVT("low_confidence"), SVT("pending"), SVI(1100),
+		SVI(2100), SVT("{\"in\":1}"),	  SVT("raw"),	  SVT("{\"out\":1}"),
+		SVR(0.4),  SVT("{\"alt\":1}")};
+	const struct store_val reviewup[7] = {
+		SVT("decided"), SVT("bob"), SVT("corrected"), SVT("{\"fixed\":1}"),
+		SVT("note"),	SVI(1200),  SVI(77)};
 	struct store_val slo[22];
 	struct store_op ops[3];
 	char *cause = NULL;
@@ -377,56 +403,80 @@ START_TEST(test_column_order)
 	for (i = 2; i < 22; i++)
 		slo[i] = SVI(i * 10);
 	ck_assert_int_eq(store_put(st, STORE_SLO_MINUTE_ADD, slo, 22), 0);
-	ops[0] = (struct store_op){ STORE_AUDIT_INSERT, audit, 7 };
-	ops[1] = (struct store_op){ STORE_OVERRIDE_UPSERT, over, 7 };
-	ops[2] = (struct store_op){ STORE_JOB_INSERT, job, 8 };
+	ops[0] = (struct store_op){STORE_AUDIT_INSERT, audit, 7};
+	ops[1] = (struct store_op){STORE_OVERRIDE_UPSERT, over, 7};
+	ops[2] = (struct store_op){STORE_JOB_INSERT, job, 8};
 	ck_assert_int_eq(store_commit_now(st, ops, 3, NULL, &cause), 0);
-	ops[0] = (struct store_op){ STORE_REVIEW_INSERT, review, 14 };
+	ops[0] = (struct store_op){STORE_REVIEW_INSERT, review, 14};
 	ck_assert_int_eq(store_commit_now(st, ops, 1, NULL, &cause), 0);
 
 	r = open_reader();
-	check_row(r, "SELECT id, request_id, route, started_at, finished_at, "
-	    "elapsed_ms, budget_ms, level, source, backend, degraded, reason, "
-	    "attempts, confidence, review, http_status, input, result, "
-	    "response, status FROM calls", call, 20);
-	check_row(r, "SELECT id, call_id, request_id, route, backend, "
-	    "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
-	    "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
-	    "output_tokens, raw_output FROM attempts", attempt, 17);
-	check_row(r, "SELECT id, attempt_id, call_id, route, stage, rule, "
-	    "detail, raw_output, at FROM validation_failures", vfail, 9);
-	check_row(r, "SELECT id, call_id, route, from_step, to_step, reason, "
-	    "at FROM degradations", degr, 7);
-	check_row(r, "SELECT rule, route, severity, state, value, threshold, "
-	    "at FROM alerts", alert, 7);
-	check_row(r, "SELECT at, actor, action, target, before, after, "
-	    "remote FROM audit", audit, 7);
-	check_row(r, "SELECT kind, subject, value, actor, reason, until, at "
-	    "FROM overrides", over, 7);
-	check_row(r, "SELECT route, key, result, confidence, stored_at FROM "
-	    "cache", cache, 5);
-	check_row(r, "SELECT request_id, route, state, body, created_at, "
-	    "updated_at, tries, response FROM jobs", job, 8);
-	check_row(r, "SELECT id, route, request_id, call_id, priority, "
-	    "reason, state, created_at, due_at, input, raw_output, result, "
-	    "confidence, alt_result FROM reviews", review, 14);
-	check_row(r, "SELECT route, minute, total, service_good, smart_good, "
-	    "latency_ok, timeouts, retries, attempts, format_violations, "
-	    "src_llm, src_backup, src_rules, src_cache, src_preset, "
-	    "src_manual, review_decided, review_corrected, shadow_total, "
-	    "shadow_agree, cross_total, cross_agree FROM slo_minutes", slo,
-	    22);
+	check_row(r,
+		  "SELECT id, request_id, route, started_at, finished_at, "
+		  "elapsed_ms, budget_ms, level, source, backend, degraded, reason, "
+		  "attempts, confidence, review, http_status, input, result, "
+		  "response, status FROM calls",
+		  call, 20);
+	check_row(r,
+		  "SELECT id, call_id, request_id, route, backend, "
+		  "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
+		  "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
+		  "output_tokens, raw_output FROM attempts",
+		  attempt, 17);
+	check_row(r,
+		  "SELECT id, attempt_id, call_id, route, stage, rule, "
+		  "detail, raw_output, at FROM validation_failures",
+		  vfail, 9);
+	check_row(r,
+		  "SELECT id, call_id, route, from_step, to_step, reason, "
+		  "at FROM degradations",
+		  degr, 7);
+	check_row(r,
+		  "SELECT rule, route, severity, state, value, threshold, "
+		  "at FROM alerts",
+		  alert, 7);
+	check_row(r,
+		  "SELECT at, actor, action, target, before, after, "
+		  "remote FROM audit",
+		  audit, 7);
+	check_row(r,
+		  "SELECT kind, subject, value, actor, reason, until, at "
+		  "FROM overrides",
+		  over, 7);
+	check_row(r,
+		  "SELECT route, key, result, confidence, stored_at FROM "
+		  "cache",
+		  cache, 5);
+	check_row(r,
+		  "SELECT request_id, route, state, body, created_at, "
+		  "updated_at, tries, response FROM jobs",
+		  job, 8);
+	check_row(r,
+		  "SELECT id, route, request_id, call_id, priority, "
+		  "reason, state, created_at, due_at, input, raw_output, result, "
+		  "confidence, alt_result FROM reviews",
+		  review, 14);
+	check_row(r,
+		  "SELECT route, minute, total, service_good, smart_good, "
+		  "latency_ok, timeouts, retries, attempts, format_violations, "
+		  "src_llm, src_backup, src_rules, src_cache, src_preset, "
+		  "src_manual, review_decided, review_corrected, shadow_total, "
+		  "shadow_agree, cross_total, cross_agree FROM slo_minutes",
+		  slo, 22);
 
-	ops[0] = (struct store_op){ STORE_JOB_UPDATE, jobup, 5 };
-	ops[1] = (struct store_op){ STORE_REVIEW_UPDATE, reviewup, 7 };
-	ops[2] = (struct store_op){ STORE_OVERRIDE_DELETE, over, 2 };
+	ops[0] = (struct store_op){STORE_JOB_UPDATE, jobup, 5};
+	ops[1] = (struct store_op){STORE_REVIEW_UPDATE, reviewup, 7};
+	ops[2] = (struct store_op){STORE_OVERRIDE_DELETE, over, 2};
 	ck_assert_int_eq(store_commit_now(st, ops, 3, NULL, &cause), 0);
-	check_row(r, "SELECT state, updated_at, tries, response, request_id "
-	    "FROM jobs", jobup, 5);
-	check_row(r, "SELECT state, reviewer, verdict, corrected_result, "
-	    "note, decided_at, id FROM reviews", reviewup, 7);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM overrides",
-	    NULL, 0, -1), 0);
+	check_row(r,
+		  "SELECT state, updated_at, tries, response, request_id "
+		  "FROM jobs",
+		  jobup, 5);
+	check_row(r,
+		  "SELECT state, reviewer, verdict, corrected_result, "
+		  "note, decided_at, id FROM reviews",
+		  reviewup, 7);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM overrides", NULL, 0, -1), 0);
 	store_reader_close(r);
 	store_close(st);
 }
@@ -436,14 +486,10 @@ START_TEST(test_defaults_and_upserts)
 {
 	struct store *st = open_store(256);
 	struct store_reader *r;
-	struct store_val slo[4] = { SVT("route-a"), SVI(120000), SVI(1),
-	    SVI(1) };
-	struct store_val call[4] = { SVI(1), SVT("req-1"), SVT("route-a"),
-	    SVI(5) };
-	struct store_val c1[5] = { SVT("route-a"), SVT("k"), SVT("old"),
-	    SVR(0.1), SVI(1) };
-	struct store_val c2[5] = { SVT("route-a"), SVT("k"), SVT("new"),
-	    SVR(0.9), SVI(2) };
+	struct store_val slo[4] = {SVT("route-a"), SVI(120000), SVI(1), SVI(1)};
+	struct store_val call[4] = {SVI(1), SVT("req-1"), SVT("route-a"), SVI(5)};
+	struct store_val c1[5] = {SVT("route-a"), SVT("k"), SVT("old"), SVR(0.1), SVI(1)};
+	struct store_val c2[5] = {SVT("route-a"), SVT("k"), SVT("new"), SVR(0.9), SVI(2)};
 
 	ck_assert_int_eq(store_put(st, STORE_SLO_MINUTE_ADD, slo, 4), 0);
 	ck_assert_int_eq(store_put(st, STORE_SLO_MINUTE_ADD, slo, 4), 0);
@@ -455,20 +501,37 @@ START_TEST(test_defaults_and_upserts)
 	ck_assert_int_eq(store_flush(st), 0);
 
 	r = open_reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT total FROM slo_minutes "
-	    "WHERE route = 'route-a' AND minute = 120000", NULL, 0, -1), 2);
-	ck_assert_int_eq(store_reader_int(r, "SELECT service_good FROM "
-	    "slo_minutes", NULL, 0, -1), 3);
-	ck_assert_int_eq(store_reader_int(r, "SELECT cross_agree FROM "
-	    "slo_minutes", NULL, 0, -1), 0);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM "
-	    "slo_minutes", NULL, 0, -1), 1);
-	ck_assert_int_eq(store_reader_int(r, "SELECT degraded + attempts + "
-	    "review FROM calls WHERE id = 1", NULL, 0, -1), 0);
-	ck_assert_int_eq(store_reader_int(r, "SELECT stored_at FROM cache "
-	    "WHERE result = 'new'", NULL, 0, -1), 2);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM cache",
-	    NULL, 0, -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT total FROM slo_minutes "
+					  "WHERE route = 'route-a' AND minute = 120000",
+					  NULL, 0, -1),
+			 2);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT service_good FROM "
+					  "slo_minutes",
+					  NULL, 0, -1),
+			 3);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT cross_agree FROM "
+					  "slo_minutes",
+					  NULL, 0, -1),
+			 0);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM "
+					  "slo_minutes",
+					  NULL, 0, -1),
+			 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT degraded + attempts + "
+					  "review FROM calls WHERE id = 1",
+					  NULL, 0, -1),
+			 0);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT stored_at FROM cache "
+					  "WHERE result = 'new'",
+					  NULL, 0, -1),
+			 2);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM cache", NULL, 0, -1), 1);
 	store_reader_close(r);
 	store_close(st);
 }
@@ -484,8 +547,7 @@ START_TEST(test_batching)
 		put_attempt(st, i + 1, 1000);
 	ck_assert_int_eq(store_flush(st), 0);
 	store_get_stats(st, &stats);
-	ck_assert_msg(stats.batches <= 5, "%llu batches",
-	    (unsigned long long)stats.batches);
+	ck_assert_msg(stats.batches <= 5, "%llu batches", (unsigned long long)stats.batches);
 	ck_assert_uint_ge(stats.max_batch_rows, 500);
 	ck_assert_uint_eq(stats.rows_written, 2500);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts"), 2500);
@@ -501,7 +563,8 @@ START_TEST(test_timer_commits)
 	put_event(st, 42, "timer");
 	sleep_ms(200);
 	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE "
-	    "kind = 'timer'"), 1);
+			       "kind = 'timer'"),
+			 1);
 	store_get_stats(st, &stats);
 	ck_assert_uint_eq(stats.batches, 1);
 	ck_assert_uint_eq(stats.sync_commits, 0);
@@ -513,11 +576,11 @@ START_TEST(test_commit_now_visible)
 {
 	struct store *st = open_store(100);
 	struct store_stats stats;
-	struct store_val v[8] = { SVT("job-a"), SVT("route-a"),
-	    SVT("queued"), SVT("{}"), SVI(10), SVI(10), SVI(0), SVN };
-	struct store_val rv[8] = { SVN, SVT("route-a"), SVT("req-r"), SVI(1),
-	    SVI(0), SVT("low_confidence"), SVT("pending"), SVI(10) };
-	struct store_op op = { STORE_JOB_INSERT, v, 8 };
+	struct store_val v[8] = {SVT("job-a"), SVT("route-a"), SVT("queued"), SVT("{}"),
+				 SVI(10),      SVI(10),	       SVI(0),	      SVN};
+	struct store_val rv[8] = {SVN,	  SVT("route-a"),	 SVT("req-r"),	 SVI(1),
+				  SVI(0), SVT("low_confidence"), SVT("pending"), SVI(10)};
+	struct store_op op = {STORE_JOB_INSERT, v, 8};
 	char *cause = NULL;
 	int64_t rowid = -1;
 
@@ -525,16 +588,18 @@ START_TEST(test_commit_now_visible)
 	ck_assert_ptr_null(cause);
 	ck_assert_int_gt(rowid, 0);
 	ck_assert_int_eq(count("SELECT id FROM jobs WHERE request_id = "
-	    "'job-a'"), rowid);
+			       "'job-a'"),
+			 rowid);
 	store_get_stats(st, &stats);
 	ck_assert_uint_eq(stats.sync_commits, 1);
 	ck_assert_uint_eq(stats.rows_written, 1);
 
 	/* A review inserted with a NULL id reports the id it was given. */
-	op = (struct store_op){ STORE_REVIEW_INSERT, rv, 8 };
+	op = (struct store_op){STORE_REVIEW_INSERT, rv, 8};
 	ck_assert_int_eq(store_commit_now(st, &op, 1, &rowid, &cause), 0);
 	ck_assert_int_eq(count("SELECT id FROM reviews WHERE request_id = "
-	    "'req-r'"), rowid);
+			       "'req-r'"),
+			 rowid);
 	store_close(st);
 }
 END_TEST
@@ -542,20 +607,20 @@ END_TEST
 START_TEST(test_commit_now_rollback)
 {
 	struct store *st = open_store(100);
-	struct store_val job[8] = { SVT("dup"), SVT("route-a"),
-	    SVT("queued"), SVT("{}"), SVI(10), SVI(10), SVI(0), SVN };
-	struct store_val aud[7] = { SVI(20), SVT("alice"), SVT("job.add"),
-	    SVT("dup"), SVN, SVN, SVT("127.0.0.1") };
+	struct store_val job[8] = {SVT("dup"), SVT("route-a"), SVT("queued"), SVT("{}"),
+				   SVI(10),    SVI(10),	       SVI(0),	      SVN};
+	struct store_val aud[7] = {SVI(20), SVT("alice"), SVT("job.add"),  SVT("dup"),
+				   SVN,	    SVN,	  SVT("127.0.0.1")};
 	struct store_op ops[2];
 	char *cause = NULL;
 	int rc;
 
-	ops[0] = (struct store_op){ STORE_JOB_INSERT, job, 8 };
+	ops[0] = (struct store_op){STORE_JOB_INSERT, job, 8};
 	ck_assert_int_eq(store_commit_now(st, ops, 1, NULL, &cause), 0);
 
 	put_event(st, 1, "before");
-	ops[0] = (struct store_op){ STORE_AUDIT_INSERT, aud, 7 };
-	ops[1] = (struct store_op){ STORE_JOB_INSERT, job, 8 };
+	ops[0] = (struct store_op){STORE_AUDIT_INSERT, aud, 7};
+	ops[1] = (struct store_op){STORE_JOB_INSERT, job, 8};
 	rc = store_commit_now(st, ops, 2, NULL, &cause);
 	ck_assert_int_eq(rc, STORE_E_SQL);
 	ck_assert_ptr_nonnull(cause);
@@ -568,10 +633,11 @@ START_TEST(test_commit_now_rollback)
 	ck_assert_int_eq(count("SELECT count(*) FROM audit"), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM jobs"), 1);
 	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE kind IN "
-	    "('before', 'after')"), 2);
+			       "('before', 'after')"),
+			 2);
 
 	/* The store keeps working after a failed promise. */
-	ops[1] = (struct store_op){ STORE_AUDIT_INSERT, aud, 7 };
+	ops[1] = (struct store_op){STORE_AUDIT_INSERT, aud, 7};
 	ck_assert_int_eq(store_commit_now(st, ops, 2, NULL, &cause), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM audit"), 2);
 	store_close(st);
@@ -593,9 +659,9 @@ unlock_later(void *arg)
 START_TEST(test_commit_now_behind_backlog)
 {
 	struct store *st = open_store(40000);
-	struct store_val v[8] = { SVT("late"), SVT("route-a"), SVT("queued"),
-	    SVN, SVI(1), SVI(1), SVI(0), SVN };
-	struct store_op op = { STORE_JOB_INSERT, v, 8 };
+	struct store_val v[8] = {SVT("late"), SVT("route-a"), SVT("queued"), SVN,
+				 SVI(1),      SVI(1),	      SVI(0),	     SVN};
+	struct store_op op = {STORE_JOB_INSERT, v, 8};
 	struct store_reader *r;
 	struct store_stats stats;
 	sqlite3 *blocker = NULL;
@@ -604,8 +670,7 @@ START_TEST(test_commit_now_behind_backlog)
 	int i;
 
 	ck_assert_int_eq(sqlite3_open(db_path, &blocker), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL,
-	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 	for (i = 0; i < 30000; i++)
 		put_attempt(st, i + 1, 1000);
 	ck_assert_int_eq(pthread_create(&th, NULL, unlock_later, blocker), 0);
@@ -614,13 +679,11 @@ START_TEST(test_commit_now_behind_backlog)
 	sqlite3_close(blocker);
 
 	r = open_reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM attempts",
-	    NULL, 0, -1), 30000);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM jobs",
-	    NULL, 0, -1), 1);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM attempts", NULL, 0, -1), 30000);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM jobs", NULL, 0, -1), 1);
 	store_reader_close(r);
 	store_get_stats(st, &stats);
-	ck_assert_uint_ge(stats.batches, 4);	/* 30000 rows, <= 8192 each */
+	ck_assert_uint_ge(stats.batches, 4); /* 30000 rows, <= 8192 each */
 	ck_assert_uint_le(stats.max_batch_rows, 8192 + 1);
 	for (i = 0; i < 3; i++) {
 		put_attempt(st, 40000 + i, 1000);
@@ -637,7 +700,7 @@ struct later_seen {
 	int rc;
 	int64_t rowid;
 	char cause[256];
-	int64_t jobs_visible;	/* jobs rows a fresh connection saw then */
+	int64_t jobs_visible; /* jobs rows a fresh connection saw then */
 	int64_t events_visible;
 };
 
@@ -652,19 +715,18 @@ later_done(void *arg, int rc, int64_t rowid, const char *cause)
 	snprintf(s->cause, sizeof(s->cause), "%s", cause ? cause : "");
 	s->jobs_visible = count("SELECT count(*) FROM jobs");
 	s->events_visible = count("SELECT count(*) FROM events WHERE kind = "
-	    "'before'");
+				  "'before'");
 }
 
 START_TEST(test_commit_later)
 {
 	struct store *st = open_store(1000);
 	char rid[16] = "later-a";
-	struct store_val job[8] = { SVT(rid), SVT("route-a"), SVT("queued"),
-	    SVT("{}"), SVI(10), SVI(10), SVI(0), SVN };
-	struct store_val aud[7] = { SVI(20), SVT("alice"), SVT("job.add"),
-	    SVT("later-a"), SVN, SVN, SVT("127.0.0.1") };
-	struct store_op ops[2] = { { STORE_AUDIT_INSERT, aud, 7 },
-	    { STORE_JOB_INSERT, job, 8 } };
+	struct store_val job[8] = {SVT(rid), SVT("route-a"), SVT("queued"), SVT("{}"),
+				   SVI(10),  SVI(10),	     SVI(0),	    SVN};
+	struct store_val aud[7] = {SVI(20), SVT("alice"), SVT("job.add"),  SVT("later-a"),
+				   SVN,	    SVN,	  SVT("127.0.0.1")};
+	struct store_op ops[2] = {{STORE_AUDIT_INSERT, aud, 7}, {STORE_JOB_INSERT, job, 8}};
 	struct later_seen a, dup;
 	struct store_stats stats;
 	int i;
@@ -673,8 +735,7 @@ START_TEST(test_commit_later)
 	memset(&dup, 0, sizeof(dup));
 	for (i = 0; i < 200; i++)
 		put_event(st, i, "before");
-	ck_assert_int_eq(store_commit_later(st, &ops[1], 1, later_done, &a),
-	    0);
+	ck_assert_int_eq(store_commit_later(st, &ops[1], 1, later_done, &a), 0);
 	/* The values were copied: the caller's buffers are its own again. */
 	memset(rid, 'x', sizeof(rid) - 1);
 	ck_assert_int_eq(store_flush(st), 0);
@@ -685,7 +746,8 @@ START_TEST(test_commit_later)
 	ck_assert_int_eq(a.jobs_visible, 1);
 	ck_assert_int_eq(a.events_visible, 200);
 	ck_assert_int_eq(count("SELECT id FROM jobs WHERE request_id = "
-	    "'later-a'"), a.rowid);
+			       "'later-a'"),
+			 a.rowid);
 	store_get_stats(st, &stats);
 	ck_assert_uint_eq(stats.sync_commits, 1);
 
@@ -695,12 +757,10 @@ START_TEST(test_commit_later)
 	ck_assert_int_eq(store_flush(st), 0);
 	ck_assert_int_eq(dup.calls, 1);
 	ck_assert_int_eq(dup.rc, STORE_E_SQL);
-	ck_assert_msg(strstr(dup.cause, "UNIQUE") != NULL, "cause: %s",
-	    dup.cause);
+	ck_assert_msg(strstr(dup.cause, "UNIQUE") != NULL, "cause: %s", dup.cause);
 	ck_assert_int_eq(count("SELECT count(*) FROM audit"), 0);
 
-	ck_assert_int_eq(store_commit_later(st, ops, 0, later_done, &a),
-	    -EINVAL);
+	ck_assert_int_eq(store_commit_later(st, ops, 0, later_done, &a), -EINVAL);
 	ck_assert_int_eq(store_commit_later(st, ops, 1, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(a.calls, 1);
 	store_close(st);
@@ -724,13 +784,12 @@ START_TEST(test_commit_later_shares_commits)
 
 	memset(seen, 0, sizeof(seen));
 	ck_assert_int_eq(sqlite3_open(db_path, &blocker), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL,
-	    NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(blocker, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(pthread_create(&th, NULL, unlock_later, blocker), 0);
 	for (i = 0; i < 51; i++) {
-		struct store_val v[8] = { SVT(rid[i]), SVT("route-a"),
-		    SVT("queued"), SVT("{}"), SVI(10), SVI(10), SVI(0), SVN };
-		struct store_op op = { STORE_JOB_INSERT, v, 8 };
+		struct store_val v[8] = {SVT(rid[i]), SVT("route-a"), SVT("queued"), SVT("{}"),
+					 SVI(10),     SVI(10),	      SVI(0),	     SVN};
+		struct store_op op = {STORE_JOB_INSERT, v, 8};
 
 		snprintf(rid[i], sizeof(rid[i]), "share-%d", i);
 		if (i == 50) {
@@ -743,14 +802,13 @@ START_TEST(test_commit_later_shares_commits)
 			ck_assert_uint_le(stats.sync_commits, 2);
 			ck_assert_int_eq(seen[49].calls, 1);
 		}
-		ck_assert_int_eq(store_commit_later(st, &op, 1, later_done,
-		    &seen[i]), 0);
+		ck_assert_int_eq(store_commit_later(st, &op, 1, later_done, &seen[i]), 0);
 	}
-	store_close(st);	/* runs the last one, if it has not yet */
+	store_close(st); /* runs the last one, if it has not yet */
 	for (i = 0; i < 51; i++) {
 		ck_assert_msg(seen[i].calls == 1 && seen[i].rc == 0,
-		    "request %d: %d calls, rc %d %s", i, seen[i].calls,
-		    seen[i].rc, seen[i].cause);
+			      "request %d: %d calls, rc %d %s", i, seen[i].calls, seen[i].rc,
+			      seen[i].cause);
 	}
 	ck_assert_int_eq(count("SELECT count(*) FROM jobs"), 51);
 }
@@ -759,17 +817,17 @@ END_TEST
 START_TEST(test_order_async_then_commit_now)
 {
 	struct store *st = open_store(100);
-	struct store_val job[8] = { SVT("j"), SVT("route-a"), SVT("queued"),
-	    SVT("{}"), SVI(10), SVI(10), SVI(0), SVN };
-	struct store_val up[5] = { SVT("done"), SVI(20), SVI(1),
-	    SVT("{\"ok\":1}"), SVT("j") };
-	struct store_op op = { STORE_JOB_UPDATE, up, 5 };
+	struct store_val job[8] = {SVT("j"), SVT("route-a"), SVT("queued"), SVT("{}"),
+				   SVI(10),  SVI(10),	     SVI(0),	    SVN};
+	struct store_val up[5] = {SVT("done"), SVI(20), SVI(1), SVT("{\"ok\":1}"), SVT("j")};
+	struct store_op op = {STORE_JOB_UPDATE, up, 5};
 	char *cause = NULL;
 
 	ck_assert_int_eq(store_put(st, STORE_JOB_INSERT, job, 8), 0);
 	ck_assert_int_eq(store_commit_now(st, &op, 1, NULL, &cause), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM jobs WHERE state = "
-	    "'done' AND tries = 1"), 1);
+			       "'done' AND tries = 1"),
+			 1);
 	store_close(st);
 }
 END_TEST
@@ -780,7 +838,7 @@ START_TEST(test_async_row_error)
 	struct store_stats stats;
 
 	put_attempt(st, 1, 10);
-	put_attempt(st, 1, 10);		/* duplicate id: fails alone */
+	put_attempt(st, 1, 10); /* duplicate id: fails alone */
 	put_attempt(st, 2, 10);
 	ck_assert_int_eq(store_flush(st), 0);
 	store_get_stats(st, &stats);
@@ -796,7 +854,7 @@ START_TEST(test_queue_full)
 	struct store *st = open_store(8);
 	struct store_reader *r;
 	struct store_stats stats;
-	struct store_val v[4] = { SVI(1), SVT("fill"), SVN, SVN };
+	struct store_val v[4] = {SVI(1), SVT("fill"), SVN, SVN};
 	int i, rc, full = 0, ok = 0;
 	int64_t reported;
 
@@ -814,15 +872,22 @@ START_TEST(test_queue_full)
 	ck_assert_uint_eq(stats.dropped, (uint64_t)full);
 
 	r = open_reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM events "
-	    "WHERE kind = 'fill'", NULL, 0, -1), ok);
-	ck_assert_int_ge(store_reader_int(r, "SELECT count(*) FROM events "
-	    "WHERE kind = 'log_rows_dropped' AND subject = 'store'", NULL, 0,
-	    -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM events "
+					  "WHERE kind = 'fill'",
+					  NULL, 0, -1),
+			 ok);
+	ck_assert_int_ge(store_reader_int(r,
+					  "SELECT count(*) FROM events "
+					  "WHERE kind = 'log_rows_dropped' AND subject = 'store'",
+					  NULL, 0, -1),
+			 1);
 	/* detail is "N rows dropped"; the Ns add up to every drop. */
-	reported = store_reader_int(r, "SELECT sum(CAST(detail AS INTEGER)) "
-	    "FROM events WHERE kind = 'log_rows_dropped' AND detail LIKE "
-	    "'% rows dropped'", NULL, 0, -1);
+	reported = store_reader_int(r,
+				    "SELECT sum(CAST(detail AS INTEGER)) "
+				    "FROM events WHERE kind = 'log_rows_dropped' AND detail LIKE "
+				    "'% rows dropped'",
+				    NULL, 0, -1);
 	ck_assert_int_eq(reported, full);
 	store_reader_close(r);
 	store_close(st);
@@ -845,7 +910,8 @@ writer_policy(void)
 	ck_assert_ptr_nonnull(d);
 	while ((de = readdir(d)) != NULL && policy < 0) {
 		/* not this thread: a test run under nice(1) is at 10 too */
-		if (de->d_name[0] == '.' || strtol(de->d_name, NULL, 10) == (long)syscall(SYS_gettid))
+		if (de->d_name[0] == '.' ||
+		    strtol(de->d_name, NULL, 10) == (long)syscall(SYS_gettid))
 			continue;
 		snprintf(path, sizeof(path), "/proc/self/task/%s/stat", de->d_name);
 		f = fopen(path, "r");
@@ -896,7 +962,7 @@ START_TEST(test_writer_idle_and_boost)
 {
 	struct store *st = open_store(1024);
 	struct store_stats stats;
-	struct store_val v[4] = { SVI(1), SVT("boost"), SVN, SVN };
+	struct store_val v[4] = {SVI(1), SVT("boost"), SVN, SVN};
 	uint64_t before;
 	int i;
 
@@ -995,7 +1061,7 @@ START_TEST(test_writer_keeps_off_first_cpu)
 
 	ck_assert_int_eq(sched_getaffinity(0, sizeof allowed, &allowed), 0);
 	n = store_writer_cpus(&allowed, &want);
-	ck_assert_int_eq(store_flush(st), 0);	/* the writer has started */
+	ck_assert_int_eq(store_flush(st), 0); /* the writer has started */
 	store_get_stats(st, &stats);
 	ck_assert_int_eq(stats.writer_cpus, n);
 	if (n > 0)
@@ -1024,17 +1090,17 @@ START_TEST(test_durable_after_sigkill)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct store_val v[8] = { SVT("promised"), SVT("route-a"),
-		    SVT("queued"), SVT("{\"text\":\"hi\"}"), SVI(10), SVI(10),
-		    SVI(0), SVN };
-		struct store_op op = { STORE_JOB_INSERT, v, 8 };
+		struct store_val v[8] = {
+			SVT("promised"), SVT("route-a"), SVT("queued"), SVT("{\"text\":\"hi\"}"),
+			SVI(10),	 SVI(10),	 SVI(0),	SVN};
+		struct store_op op = {STORE_JOB_INSERT, v, 8};
 		struct store *cst = NULL;
 		int i;
 
 		if (store_open(db_path, 1000, &cst, NULL) != 0)
 			_exit(2);
 		for (i = 0; i < 500; i++) {
-			struct store_val a[2] = { SVI(i), SVT("queued") };
+			struct store_val a[2] = {SVI(i), SVT("queued")};
 
 			if (store_put(cst, STORE_EVENT_INSERT, a, 2) != 0)
 				_exit(5);
@@ -1045,19 +1111,27 @@ START_TEST(test_durable_after_sigkill)
 		_exit(4);
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
-	    "child status %d", status);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "child status %d",
+		      status);
 
 	st = open_store(100);
 	r = open_reader();
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM jobs WHERE "
-	    "request_id = 'promised' AND state = 'queued'", NULL, 0, -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM jobs WHERE "
+					  "request_id = 'promised' AND state = 'queued'",
+					  NULL, 0, -1),
+			 1);
 	/* Rows queued before the promise were committed with it. */
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM events "
-	    "WHERE kind = 'queued'", NULL, 0, -1), 500);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM "
-	    "pragma_integrity_check WHERE integrity_check = 'ok'", NULL, 0,
-	    -1), 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM events "
+					  "WHERE kind = 'queued'",
+					  NULL, 0, -1),
+			 500);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM "
+					  "pragma_integrity_check WHERE integrity_check = 'ok'",
+					  NULL, 0, -1),
+			 1);
 	store_reader_close(r);
 	store_close(st);
 }
@@ -1078,17 +1152,15 @@ END_TEST
 static void
 prune_fixture(struct store *st, int64_t at, int base)
 {
-	struct store_val call[4] = { SVI(base), SVN, SVT("route-a"),
-	    SVI(at) };
-	struct store_val vfail[9] = { SVI(base), SVI(base), SVI(base),
-	    SVT("route-a"), SVT("schema"), SVN, SVN, SVN, SVI(at) };
-	struct store_val degr[7] = { SVI(base), SVI(base), SVT("route-a"),
-	    SVT("llm"), SVT("rules"), SVT("x"), SVI(at) };
-	struct store_val alert[7] = { SVT("burn"), SVT("route-a"), SVT("page"),
-	    SVT("firing"), SVR(1), SVR(1), SVI(at) };
-	struct store_val slo[3] = { SVT("route-a"), SVI(at), SVI(1) };
-	struct store_val audit[7] = { SVI(at), SVT("alice"), SVT("x"), SVN,
-	    SVN, SVN, SVN };
+	struct store_val call[4] = {SVI(base), SVN, SVT("route-a"), SVI(at)};
+	struct store_val vfail[9] = {SVI(base), SVI(base), SVI(base), SVT("route-a"), SVT("schema"),
+				     SVN,	SVN,	   SVN,	      SVI(at)};
+	struct store_val degr[7] = {SVI(base),	  SVI(base), SVT("route-a"), SVT("llm"),
+				    SVT("rules"), SVT("x"),  SVI(at)};
+	struct store_val alert[7] = {SVT("burn"), SVT("route-a"), SVT("page"), SVT("firing"),
+				     SVR(1),	  SVR(1),	  SVI(at)};
+	struct store_val slo[3] = {SVT("route-a"), SVI(at), SVI(1)};
+	struct store_val audit[7] = {SVI(at), SVT("alice"), SVT("x"), SVN, SVN, SVN, SVN};
 	char req[32];
 
 	ck_assert_int_eq(store_put(st, STORE_CALL_INSERT, call, 4), 0);
@@ -1102,18 +1174,18 @@ prune_fixture(struct store *st, int64_t at, int base)
 
 	/* reviews: one decided, one pending; jobs: one done, one queued. */
 	{
-		struct store_val rv[8] = { SVI(2000 + base), SVT("route-a"),
-		    SVT("r"), SVI(base), SVI(0), SVT("x"), SVT("pending"),
-		    SVI(at) };
-		struct store_val rd[8] = { SVI(1000 + base), SVT("route-a"),
-		    SVT("r"), SVI(base), SVI(0), SVT("x"), SVT("decided"),
-		    SVI(at) };
-		struct store_val ru[7] = { SVT("decided"), SVT("bob"),
-		    SVT("ok"), SVN, SVN, SVI(at), SVI(1000 + base) };
-		struct store_val jd[6] = { SVT(req), SVT("route-a"),
-		    SVT("done"), SVN, SVI(at), SVI(at) };
-		struct store_val jq[6] = { SVT(req), SVT("route-a"),
-		    SVT("queued"), SVN, SVI(at), SVI(at) };
+		struct store_val rv[8] = {SVI(2000 + base), SVT("route-a"), SVT("r"),
+					  SVI(base),	    SVI(0),	    SVT("x"),
+					  SVT("pending"),   SVI(at)};
+		struct store_val rd[8] = {SVI(1000 + base), SVT("route-a"), SVT("r"),
+					  SVI(base),	    SVI(0),	    SVT("x"),
+					  SVT("decided"),   SVI(at)};
+		struct store_val ru[7] = {SVT("decided"), SVT("bob"),	   SVT("ok"), SVN, SVN,
+					  SVI(at),	  SVI(1000 + base)};
+		struct store_val jd[6] = {SVT(req), SVT("route-a"), SVT("done"),
+					  SVN,	    SVI(at),	    SVI(at)};
+		struct store_val jq[6] = {SVT(req), SVT("route-a"), SVT("queued"),
+					  SVN,	    SVI(at),	    SVI(at)};
 
 		ck_assert_int_eq(store_put(st, STORE_REVIEW_INSERT, rv, 8), 0);
 		ck_assert_int_eq(store_put(st, STORE_REVIEW_INSERT, rd, 8), 0);
@@ -1127,9 +1199,9 @@ prune_fixture(struct store *st, int64_t at, int base)
 
 START_TEST(test_prune_old_only)
 {
-	static const char *const tables[] = { "calls", "attempts",
-	    "validation_failures", "degradations", "events", "alerts",
-	    "slo_minutes" };
+	static const char *const tables[] = {"calls",	     "attempts", "validation_failures",
+					     "degradations", "events",	 "alerts",
+					     "slo_minutes"};
 	struct store *st = open_store(10000);
 	struct store_stats stats;
 	struct store_reader *r;
@@ -1137,9 +1209,9 @@ START_TEST(test_prune_old_only)
 	size_t t;
 	int i, waited;
 
-	prune_fixture(st, 1000, 1);		/* old */
-	prune_fixture(st, 900000, 2);		/* new */
-	for (i = 0; i < 1200; i++)		/* > 2 prune steps */
+	prune_fixture(st, 1000, 1);   /* old */
+	prune_fixture(st, 900000, 2); /* new */
+	for (i = 0; i < 1200; i++)    /* > 2 prune steps */
 		put_attempt(st, 100 + i, 500 + i);
 	ck_assert_int_eq(store_flush(st), 0);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts"), 1202);
@@ -1156,24 +1228,37 @@ START_TEST(test_prune_old_only)
 
 	r = open_reader();
 	for (t = 0; t < sizeof(tables) / sizeof(tables[0]); t++) {
-		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s",
-		    tables[t]);
+		snprintf(sql, sizeof(sql), "SELECT count(*) FROM %s", tables[t]);
 		ck_assert_msg(store_reader_int(r, sql, NULL, 0, -1) == 1,
-		    "%s: old row not pruned or new row lost", tables[t]);
+			      "%s: old row not pruned or new row lost", tables[t]);
 	}
-	ck_assert_int_eq(store_reader_int(r, "SELECT min(started_at) FROM "
-	    "attempts", NULL, 0, -1), 900000);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT min(started_at) FROM "
+					  "attempts",
+					  NULL, 0, -1),
+			 900000);
 	/* Undecided reviews, unfinished jobs and audit are kept. */
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM reviews "
-	    "WHERE state = 'pending'", NULL, 0, -1), 2);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM reviews "
-	    "WHERE state = 'decided'", NULL, 0, -1), 1);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM jobs "
-	    "WHERE state = 'queued'", NULL, 0, -1), 2);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM jobs "
-	    "WHERE state = 'done'", NULL, 0, -1), 1);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM audit",
-	    NULL, 0, -1), 2);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM reviews "
+					  "WHERE state = 'pending'",
+					  NULL, 0, -1),
+			 2);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM reviews "
+					  "WHERE state = 'decided'",
+					  NULL, 0, -1),
+			 1);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM jobs "
+					  "WHERE state = 'queued'",
+					  NULL, 0, -1),
+			 2);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT count(*) FROM jobs "
+					  "WHERE state = 'done'",
+					  NULL, 0, -1),
+			 1);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM audit", NULL, 0, -1), 2);
 	store_reader_close(r);
 	store_close(st);
 }
@@ -1193,8 +1278,10 @@ nested_row(void *arg, sqlite3_stmt *row)
 
 	a->rows++;
 	/* Same SQL again while the outer statement is running. */
-	a->inner_sum += store_reader_int(a->r, "SELECT at FROM events WHERE "
-	    "at = ?1", &v, 1, -1);
+	a->inner_sum += store_reader_int(a->r,
+					 "SELECT at FROM events WHERE "
+					 "at = ?1",
+					 &v, 1, -1);
 	return 0;
 }
 
@@ -1212,33 +1299,44 @@ START_TEST(test_reader)
 	ck_assert_int_eq(store_flush(st), 0);
 	r = open_reader();
 
-	ck_assert_int_eq(store_reader_int(r, "SELECT at FROM events WHERE "
-	    "at = ?1", &v, 1, -1), 3);
-	ck_assert_int_eq(store_reader_int(r, "SELECT at FROM events WHERE "
-	    "at = 99", NULL, 0, -7), -7);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT at FROM events WHERE "
+					  "at = ?1",
+					  &v, 1, -1),
+			 3);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT at FROM events WHERE "
+					  "at = 99",
+					  NULL, 0, -7),
+			 -7);
 	ck_assert_int_eq(store_reader_int(r, "SELECT NULL", NULL, 0, -8), -8);
-	ck_assert_int_eq(store_reader_int(r, "SELECT nope FROM nowhere", NULL,
-	    0, -9), -9);
-	ck_assert_int_eq(store_reader_query(r, "SELECT nope FROM nowhere",
-	    NULL, 0, NULL, NULL, &cause), STORE_E_SQL);
+	ck_assert_int_eq(store_reader_int(r, "SELECT nope FROM nowhere", NULL, 0, -9), -9);
+	ck_assert_int_eq(
+		store_reader_query(r, "SELECT nope FROM nowhere", NULL, 0, NULL, NULL, &cause),
+		STORE_E_SQL);
 	ck_assert_ptr_nonnull(strstr(cause, "nowhere"));
 	free(cause);
 	cause = NULL;
 
 	/* More distinct statements than the cache holds, then the first. */
 	for (i = 0; i < 100; i++) {
-		snprintf(sql, sizeof(sql), "SELECT count(*) + %d FROM events",
-		    i);
+		snprintf(sql, sizeof(sql), "SELECT count(*) + %d FROM events", i);
 		ck_assert_int_eq(store_reader_int(r, sql, NULL, 0, -1), 5 + i);
 	}
-	ck_assert_int_eq(store_reader_int(r, "SELECT at FROM events WHERE "
-	    "at = ?1", &v, 1, -1), 3);
+	ck_assert_int_eq(store_reader_int(r,
+					  "SELECT at FROM events WHERE "
+					  "at = ?1",
+					  &v, 1, -1),
+			 3);
 
 	memset(&na, 0, sizeof(na));
 	na.r = r;
 	v = SVI(0);
-	ck_assert_int_eq(store_reader_query(r, "SELECT at FROM events WHERE "
-	    "at > ?1 ORDER BY at", &v, 1, nested_row, &na, &cause), 0);
+	ck_assert_int_eq(store_reader_query(r,
+					    "SELECT at FROM events WHERE "
+					    "at > ?1 ORDER BY at",
+					    &v, 1, nested_row, &na, &cause),
+			 0);
 	ck_assert_int_eq(na.rows, 5);
 	ck_assert_int_eq(na.inner_sum, 15);
 	ck_assert_int_eq(store_schema_version(r), store_known_version());
@@ -1246,8 +1344,7 @@ START_TEST(test_reader)
 	/* Readers see new commits without reopening. */
 	put_event(st, 6, "r");
 	ck_assert_int_eq(store_flush(st), 0);
-	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM events",
-	    NULL, 0, -1), 6);
+	ck_assert_int_eq(store_reader_int(r, "SELECT count(*) FROM events", NULL, 0, -1), 6);
 	store_reader_close(r);
 	store_close(st);
 }
@@ -1267,12 +1364,11 @@ START_TEST(test_bad_arguments)
 	ck_assert_int_eq(store_put(st, STORE_EVENT_INSERT, v, 5), -EINVAL);
 	ck_assert_int_eq(store_put(st, STORE_STMT__COUNT, v, 1), -EINVAL);
 	ck_assert_int_eq(store_put(st, STORE_EVENT_INSERT, NULL, 1), -EINVAL);
-	op = (struct store_op){ STORE_OVERRIDE_DELETE, v, 3 };
+	op = (struct store_op){STORE_OVERRIDE_DELETE, v, 3};
 	ck_assert_int_eq(store_commit_now(st, &op, 1, NULL, &cause), -EINVAL);
 	free(cause);
 	cause = NULL;
-	ck_assert_int_eq(store_reader_open("/nonexistent/dir/x.db", &r,
-	    &cause), STORE_E_SQL);
+	ck_assert_int_eq(store_reader_open("/nonexistent/dir/x.db", &r, &cause), STORE_E_SQL);
 	ck_assert_ptr_null(r);
 	ck_assert_ptr_nonnull(cause);
 	free(cause);
@@ -1459,13 +1555,14 @@ store_suite(void)
 	Suite *s = suite_create("store");
 	TCase *tc;
 
-#define TC(name, fn) do {						\
-	tc = tcase_create(name);					\
-	tcase_add_unchecked_fixture(tc, setup, teardown);			\
-	tcase_set_timeout(tc, 60);					\
-	tcase_add_test(tc, fn);						\
-	suite_add_tcase(s, tc);						\
-} while (0)
+#define TC(name, fn)                                                                               \
+	do {                                                                                       \
+		tc = tcase_create(name);                                                           \
+		tcase_add_unchecked_fixture(tc, setup, teardown);                                  \
+		tcase_set_timeout(tc, 60);                                                         \
+		tcase_add_test(tc, fn);                                                            \
+		suite_add_tcase(s, tc);                                                            \
+	} while (0)
 	TC("async_rows_after_flush", test_async_rows_after_flush);
 	TC("row_blocks_reused", test_row_blocks_reused);
 	TC("concurrent_producers", test_concurrent_producers);

@@ -385,13 +385,13 @@ timerheap_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "random_order", test_random_order },
-		{ "cancel_middle", test_cancel_middle },
-		{ "rearm", test_rearm },
-		{ "callback_arms_due_now", test_callback_arms_due_now },
-		{ "callback_rearms_itself", test_callback_rearms_itself },
-		{ "next", test_next },
-		{ "armed", test_armed },
+		{"random_order", test_random_order},
+		{"cancel_middle", test_cancel_middle},
+		{"rearm", test_rearm},
+		{"callback_arms_due_now", test_callback_arms_due_now},
+		{"callback_rearms_itself", test_callback_rearms_itself},
+		{"next", test_next},
+		{"armed", test_armed},
 	};
 	Suite *s = suite_create("timerheap");
 	TCase *tc;

@@ -13,8 +13,8 @@
 #include "upstream.h"
 
 static struct message_cfg few_shot[] = {
-	{ "user", "I want my money back" },
-	{ "assistant", "{\"intent\":\"refund\"}" },
+	{"user", "I want my money back"},
+	{"assistant", "{\"intent\":\"refund\"}"},
 };
 
 static void
@@ -99,16 +99,16 @@ START_TEST(test_render)
 	struct {
 		const char *tmpl, *input, *want;
 	} cases[] = {
-		{ "no placeholder here", "x", "no placeholder here" },
-		{ "", "x", "" },
-		{ "Classify: {{input}}", "hello", "Classify: hello" },
-		{ "{{input}}", "héllo 你好", "héllo 你好" },
-		{ "<{{input}}> and <{{input}}>", "ab", "<ab> and <ab>" },
-		{ "{{input}}{{input}}", "z", "zz" },
-		{ "{{input}", "x", "{{input}" },
-		{ "[{{input}}]", NULL, "[]" },
+		{"no placeholder here", "x", "no placeholder here"},
+		{"", "x", ""},
+		{"Classify: {{input}}", "hello", "Classify: hello"},
+		{"{{input}}", "héllo 你好", "héllo 你好"},
+		{"<{{input}}> and <{{input}}>", "ab", "<ab> and <ab>"},
+		{"{{input}}{{input}}", "z", "zz"},
+		{"{{input}", "x", "{{input}"},
+		{"[{{input}}]", NULL, "[]"},
 		/* The input is not re-scanned. */
-		{ "{{input}}!", "{{input}}", "{{input}}!" },
+		{"{{input}}!", "{{input}}", "{{input}}!"},
 	};
 	size_t i;
 
@@ -126,8 +126,8 @@ START_TEST(test_body_primary)
 	struct route_cfg rc;
 	struct backend_cfg bc;
 	const char *const want[][2] = {
-		{ "system", "You classify intents. Reply with JSON." },
-		{ "user", "Classify: where is my parcel" },
+		{"system", "You classify intents. Reply with JSON."},
+		{"user", "Classify: where is my parcel"},
 	};
 	int64_t tokens;
 	cJSON *o;
@@ -148,7 +148,7 @@ START_TEST(test_body_no_system_no_template)
 {
 	struct route_cfg rc;
 	struct backend_cfg bc;
-	const char *const want[][2] = { { "user", "raw input" } };
+	const char *const want[][2] = {{"user", "raw input"}};
 	int64_t tokens;
 	cJSON *o;
 
@@ -169,10 +169,10 @@ START_TEST(test_body_backup)
 	struct route_cfg rc;
 	struct backend_cfg bc;
 	const char *const want[][2] = {
-		{ "system", "You classify intents. Reply with JSON." },
-		{ "user", "I want my money back" },
-		{ "assistant", "{\"intent\":\"refund\"}" },
-		{ "user", "Classify: hi" },
+		{"system", "You classify intents. Reply with JSON."},
+		{"user", "I want my money back"},
+		{"assistant", "{\"intent\":\"refund\"}"},
+		{"user", "Classify: hi"},
 	};
 	int64_t tokens;
 	cJSON *o;
@@ -200,10 +200,10 @@ START_TEST(test_body_caller_messages)
 	struct route_cfg rc;
 	struct backend_cfg bc;
 	const char *const want[][2] = {
-		{ "system", "You classify intents. Reply with JSON." },
-		{ "user", "u1" },
-		{ "assistant", "a1" },
-		{ "user", "u2" },
+		{"system", "You classify intents. Reply with JSON."},
+		{"user", "u1"},
+		{"assistant", "a1"},
+		{"user", "u2"},
 	};
 	cJSON *msgs = cJSON_Parse("[{\"role\":\"user\",\"content\":\"u1\"},"
 				  "{\"role\":\"assistant\",\"content\":\"a1\"},"
@@ -229,14 +229,14 @@ START_TEST(test_body_caller_system_first)
 	struct route_cfg rc;
 	struct backend_cfg bc;
 	const char *const want[][2] = {
-		{ "system", "caller system" },
-		{ "user", "u1" },
+		{"system", "caller system"},
+		{"user", "u1"},
 	};
 	const char *const want_backup[][2] = {
-		{ "system", "caller system" },
-		{ "user", "I want my money back" },
-		{ "assistant", "{\"intent\":\"refund\"}" },
-		{ "user", "u1" },
+		{"system", "caller system"},
+		{"user", "I want my money back"},
+		{"assistant", "{\"intent\":\"refund\"}"},
+		{"user", "u1"},
 	};
 	cJSON *msgs = cJSON_Parse("[{\"role\":\"system\",\"content\":\"caller system\"},"
 				  "{\"role\":\"user\",\"content\":\"u1\"}]");
@@ -292,10 +292,12 @@ END_TEST
 
 START_TEST(test_parse_good)
 {
-	const char *body = "{\"id\":\"c1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
-			   "\"message\":{\"role\":\"assistant\",\"content\":\"{\\\"intent\\\":\\\"refund\\\"}\"},"
-			   "\"finish_reason\":\"stop\"}],"
-			   "\"usage\":{\"prompt_tokens\":42,\"completion_tokens\":7,\"total_tokens\":49}}";
+	const char *body =
+		"{\"id\":\"c1\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,"
+		"\"message\":{\"role\":\"assistant\",\"content\":\"{\\\"intent\\\":\\\"refund\\\"}"
+		"\"},"
+		"\"finish_reason\":\"stop\"}],"
+		"\"usage\":{\"prompt_tokens\":42,\"completion_tokens\":7,\"total_tokens\":49}}";
 	struct upstream_reply r;
 
 	ck_assert_int_eq(upstream_parse_reply(body, strlen(body), &r), 0);
@@ -395,37 +397,37 @@ START_TEST(test_classify_table)
 		int connected, got_headers, too_big, json;
 		enum outcome want;
 	} cases[] = {
-		{ CURLE_COULDNT_CONNECT, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR },
-		{ CURLE_COULDNT_RESOLVE_HOST, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR },
-		{ CURLE_COULDNT_RESOLVE_PROXY, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR },
-		{ CURLE_OPERATION_TIMEDOUT, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR },
-		{ CURLE_OPERATION_TIMEDOUT, 0, 1, 0, 0, 1, OUTCOME_FIRST_BYTE_TIMEOUT },
-		{ CURLE_OPERATION_TIMEDOUT, 200, 1, 1, 0, 1, OUTCOME_TOTAL_TIMEOUT },
-		{ CURLE_WRITE_ERROR, 200, 1, 1, 1, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_WRITE_ERROR, 200, 1, 1, 0, 1, OUTCOME_RESET },
-		{ CURLE_RECV_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET },
-		{ CURLE_RECV_ERROR, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR },
-		{ CURLE_SEND_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET },
-		{ CURLE_GOT_NOTHING, 0, 1, 0, 0, 1, OUTCOME_RESET },
-		{ CURLE_GOT_NOTHING, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR },
-		{ CURLE_PARTIAL_FILE, 200, 1, 1, 0, 1, OUTCOME_RESET },
-		{ CURLE_SSL_CONNECT_ERROR, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR },
-		{ CURLE_SSL_CONNECT_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET },
-		{ CURLE_WEIRD_SERVER_REPLY, 0, 1, 0, 0, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_BAD_CONTENT_ENCODING, 200, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 429, 1, 1, 0, 1, OUTCOME_HTTP_429 },
-		{ CURLE_OK, 500, 1, 1, 0, 1, OUTCOME_HTTP_5XX },
-		{ CURLE_OK, 503, 1, 1, 0, 0, OUTCOME_HTTP_5XX },
-		{ CURLE_OK, 400, 1, 1, 0, 1, OUTCOME_HTTP_4XX },
-		{ CURLE_OK, 401, 1, 1, 0, 0, OUTCOME_HTTP_4XX },
-		{ CURLE_OK, 404, 1, 1, 0, 1, OUTCOME_HTTP_4XX },
-		{ CURLE_OK, 302, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 204, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 0, 1, 0, 0, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 200, 1, 1, 0, 0, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 200, 1, 1, 1, 1, OUTCOME_INVALID_RESPONSE },
-		{ CURLE_OK, 200, 1, 1, 0, 1, OUTCOME_OK },
-		{ CURLE_OK, 201, 1, 1, 0, 1, OUTCOME_OK },
+		{CURLE_COULDNT_CONNECT, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR},
+		{CURLE_COULDNT_RESOLVE_HOST, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR},
+		{CURLE_COULDNT_RESOLVE_PROXY, 0, 0, 0, 0, 0, OUTCOME_CONNECT_ERROR},
+		{CURLE_OPERATION_TIMEDOUT, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR},
+		{CURLE_OPERATION_TIMEDOUT, 0, 1, 0, 0, 1, OUTCOME_FIRST_BYTE_TIMEOUT},
+		{CURLE_OPERATION_TIMEDOUT, 200, 1, 1, 0, 1, OUTCOME_TOTAL_TIMEOUT},
+		{CURLE_WRITE_ERROR, 200, 1, 1, 1, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_WRITE_ERROR, 200, 1, 1, 0, 1, OUTCOME_RESET},
+		{CURLE_RECV_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET},
+		{CURLE_RECV_ERROR, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR},
+		{CURLE_SEND_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET},
+		{CURLE_GOT_NOTHING, 0, 1, 0, 0, 1, OUTCOME_RESET},
+		{CURLE_GOT_NOTHING, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR},
+		{CURLE_PARTIAL_FILE, 200, 1, 1, 0, 1, OUTCOME_RESET},
+		{CURLE_SSL_CONNECT_ERROR, 0, 0, 0, 0, 1, OUTCOME_CONNECT_ERROR},
+		{CURLE_SSL_CONNECT_ERROR, 0, 1, 0, 0, 1, OUTCOME_RESET},
+		{CURLE_WEIRD_SERVER_REPLY, 0, 1, 0, 0, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_BAD_CONTENT_ENCODING, 200, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 429, 1, 1, 0, 1, OUTCOME_HTTP_429},
+		{CURLE_OK, 500, 1, 1, 0, 1, OUTCOME_HTTP_5XX},
+		{CURLE_OK, 503, 1, 1, 0, 0, OUTCOME_HTTP_5XX},
+		{CURLE_OK, 400, 1, 1, 0, 1, OUTCOME_HTTP_4XX},
+		{CURLE_OK, 401, 1, 1, 0, 0, OUTCOME_HTTP_4XX},
+		{CURLE_OK, 404, 1, 1, 0, 1, OUTCOME_HTTP_4XX},
+		{CURLE_OK, 302, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 204, 1, 1, 0, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 0, 1, 0, 0, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 200, 1, 1, 0, 0, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 200, 1, 1, 1, 1, OUTCOME_INVALID_RESPONSE},
+		{CURLE_OK, 200, 1, 1, 0, 1, OUTCOME_OK},
+		{CURLE_OK, 201, 1, 1, 0, 1, OUTCOME_OK},
 	};
 	size_t i;
 
@@ -441,8 +443,9 @@ START_TEST(test_classify_table)
 		f.body_too_big = cases[i].too_big;
 		f.json_type = cases[i].json;
 		got = upstream_classify(&f);
-		ck_assert_msg(got == cases[i].want, "case %zu (curl %d, status %ld): got %s, want %s",
-			      i, (int)cases[i].code, cases[i].status, outcome_name(got),
+		ck_assert_msg(got == cases[i].want,
+			      "case %zu (curl %d, status %ld): got %s, want %s", i,
+			      (int)cases[i].code, cases[i].status, outcome_name(got),
 			      outcome_name(cases[i].want));
 	}
 	/* broken chunked framing is an invalid response, not a reset... */
@@ -470,19 +473,19 @@ upstream_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "render", test_render },
-		{ "body_primary", test_body_primary },
-		{ "body_no_system_no_template", test_body_no_system_no_template },
-		{ "body_backup", test_body_backup },
-		{ "body_caller_messages", test_body_caller_messages },
-		{ "body_caller_system_first", test_body_caller_system_first },
-		{ "body_response_format", test_body_response_format },
-		{ "parse_good", test_parse_good },
-		{ "parse_length_bounded", test_parse_length_bounded },
-		{ "parse_null_content", test_parse_null_content },
-		{ "parse_invalid", test_parse_invalid },
-		{ "parse_usage", test_parse_usage },
-		{ "classify_table", test_classify_table },
+		{"render", test_render},
+		{"body_primary", test_body_primary},
+		{"body_no_system_no_template", test_body_no_system_no_template},
+		{"body_backup", test_body_backup},
+		{"body_caller_messages", test_body_caller_messages},
+		{"body_caller_system_first", test_body_caller_system_first},
+		{"body_response_format", test_body_response_format},
+		{"parse_good", test_parse_good},
+		{"parse_length_bounded", test_parse_length_bounded},
+		{"parse_null_content", test_parse_null_content},
+		{"parse_invalid", test_parse_invalid},
+		{"parse_usage", test_parse_usage},
+		{"classify_table", test_classify_table},
 	};
 	Suite *s = suite_create("upstream");
 	TCase *tc;

@@ -144,25 +144,25 @@ START_TEST(test_parse_int64)
 		int r;
 		int64_t v;
 	} cases[] = {
-		{ "0", 0, 0 },
-		{ "42", 0, 42 },
-		{ "-42", 0, -42 },
-		{ "007", 0, 7 },
-		{ "9223372036854775807", 0, INT64_MAX },
-		{ "-9223372036854775808", 0, INT64_MIN },
-		{ "9223372036854775808", -ERANGE, 0 },
-		{ "-9223372036854775809", -ERANGE, 0 },
-		{ "99999999999999999999999", -ERANGE, 0 },
-		{ "", -EINVAL, 0 },
-		{ "-", -EINVAL, 0 },
-		{ "abc", -EINVAL, 0 },
-		{ "12a", -EINVAL, 0 },
-		{ "1.5", -EINVAL, 0 },
-		{ "0x10", -EINVAL, 0 },
-		{ "12 ", -EINVAL, 0 },
-		{ " 12", -EINVAL, 0 },
-		{ "\t12", -EINVAL, 0 },
-		{ "1e3", -EINVAL, 0 },
+		{"0", 0, 0},
+		{"42", 0, 42},
+		{"-42", 0, -42},
+		{"007", 0, 7},
+		{"9223372036854775807", 0, INT64_MAX},
+		{"-9223372036854775808", 0, INT64_MIN},
+		{"9223372036854775808", -ERANGE, 0},
+		{"-9223372036854775809", -ERANGE, 0},
+		{"99999999999999999999999", -ERANGE, 0},
+		{"", -EINVAL, 0},
+		{"-", -EINVAL, 0},
+		{"abc", -EINVAL, 0},
+		{"12a", -EINVAL, 0},
+		{"1.5", -EINVAL, 0},
+		{"0x10", -EINVAL, 0},
+		{"12 ", -EINVAL, 0},
+		{" 12", -EINVAL, 0},
+		{"\t12", -EINVAL, 0},
+		{"1e3", -EINVAL, 0},
 	};
 	size_t i;
 
@@ -191,15 +191,15 @@ START_TEST(test_consttime_eq)
 		const char *a, *b;
 		int eq;
 	} cases[] = {
-		{ "", "", 1 },
-		{ "secret-token", "secret-token", 1 },
-		{ "secret-token", "secret-tokeN", 0 },
-		{ "Xecret-token", "secret-token", 0 },
-		{ "secret", "secret-token", 0 },
-		{ "secret-token", "secret", 0 },
-		{ "", "a", 0 },
-		{ "a", "", 0 },
-		{ "abc", "abd", 0 },
+		{"", "", 1},
+		{"secret-token", "secret-token", 1},
+		{"secret-token", "secret-tokeN", 0},
+		{"Xecret-token", "secret-token", 0},
+		{"secret", "secret-token", 0},
+		{"secret-token", "secret", 0},
+		{"", "a", 0},
+		{"a", "", 0},
+		{"abc", "abd", 0},
 	};
 	size_t i;
 
@@ -229,8 +229,15 @@ END_TEST
 
 START_TEST(test_time_roundtrip)
 {
-	const int64_t v[] = { 0, 1, 999, 1000, 951868799999LL, 1764504000123LL, 1796040000000LL,
-			      2147483648007LL, 4102444799999LL };
+	const int64_t v[] = {0,
+			     1,
+			     999,
+			     1000,
+			     951868799999LL,
+			     1764504000123LL,
+			     1796040000000LL,
+			     2147483648007LL,
+			     4102444799999LL};
 	size_t i;
 
 	for (i = 0; i < sizeof v / sizeof v[0]; i++) {
@@ -250,16 +257,16 @@ START_TEST(test_time_parse)
 		const char *s;
 		int64_t want;
 	} cases[] = {
-		{ "2026-11-30T12:00:00Z", 1796040000000LL },
-		{ "2026-11-30T12:00:00z", 1796040000000LL },
-		{ "2026-11-30T12:00:00.5Z", 1796040000500LL },
-		{ "2026-11-30T12:00:00.05Z", 1796040000050LL },
-		{ "2026-11-30T12:00:00.123456Z", 1796040000123LL },
-		{ "2026-11-30T12:00:00+00:00", 1796040000000LL },
-		{ "2026-11-30T14:00:00+02:00", 1796040000000LL },
-		{ "2026-11-30T06:30:00-05:30", 1796040000000LL },
-		{ "2026-12-01T01:45:00.250+13:45", 1796040000250LL },
-		{ "1970-01-01T00:00:00Z", 0 },
+		{"2026-11-30T12:00:00Z", 1796040000000LL},
+		{"2026-11-30T12:00:00z", 1796040000000LL},
+		{"2026-11-30T12:00:00.5Z", 1796040000500LL},
+		{"2026-11-30T12:00:00.05Z", 1796040000050LL},
+		{"2026-11-30T12:00:00.123456Z", 1796040000123LL},
+		{"2026-11-30T12:00:00+00:00", 1796040000000LL},
+		{"2026-11-30T14:00:00+02:00", 1796040000000LL},
+		{"2026-11-30T06:30:00-05:30", 1796040000000LL},
+		{"2026-12-01T01:45:00.250+13:45", 1796040000250LL},
+		{"1970-01-01T00:00:00Z", 0},
 	};
 	size_t i;
 
@@ -324,17 +331,17 @@ util_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{ "buf_ceiling", test_buf_ceiling },
-		{ "buf_grow", test_buf_grow },
-		{ "buf_printf_long", test_buf_printf_long },
-		{ "buf_steal", test_buf_steal },
-		{ "parse_int64", test_parse_int64 },
-		{ "consttime_eq", test_consttime_eq },
-		{ "str_hash", test_str_hash },
-		{ "time_format", test_time_format },
-		{ "time_roundtrip", test_time_roundtrip },
-		{ "time_parse", test_time_parse },
-		{ "time_garbage", test_time_garbage },
+		{"buf_ceiling", test_buf_ceiling},
+		{"buf_grow", test_buf_grow},
+		{"buf_printf_long", test_buf_printf_long},
+		{"buf_steal", test_buf_steal},
+		{"parse_int64", test_parse_int64},
+		{"consttime_eq", test_consttime_eq},
+		{"str_hash", test_str_hash},
+		{"time_format", test_time_format},
+		{"time_roundtrip", test_time_roundtrip},
+		{"time_parse", test_time_parse},
+		{"time_garbage", test_time_garbage},
 	};
 	Suite *s = suite_create("util");
 	TCase *tc;

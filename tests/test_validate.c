@@ -16,11 +16,11 @@
 #include "validate.h"
 
 #define CLASSIFY_SCHEMA                                                                            \
-	"{\"type\": \"object\", \"required\": [\"intent\", \"confidence\"],"                        \
-	" \"properties\": {"                                                                        \
-	"  \"intent\": {\"type\": \"string\", \"enum\": [\"refund\", \"complaint\", \"consult\", "  \
-	"\"other\"]},"                                                                              \
-	"  \"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1},"                 \
+	"{\"type\": \"object\", \"required\": [\"intent\", \"confidence\"],"                       \
+	" \"properties\": {"                                                                       \
+	"  \"intent\": {\"type\": \"string\", \"enum\": [\"refund\", \"complaint\", \"consult\", " \
+	"\"other\"]},"                                                                             \
+	"  \"confidence\": {\"type\": \"number\", \"minimum\": 0, \"maximum\": 1},"                \
 	"  \"summary\": {\"type\": \"string\", \"minLength\": 4, \"maxLength\": 100}}}"
 
 static struct output_cfg oc;
@@ -240,8 +240,8 @@ START_TEST(test_coerce)
 	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": \"abc\"}", VALIDATE_E_SCHEMA, "type",
 		    "confidence");
 	ck_assert_str_eq(res.detail, "confidence: expected number, got string");
-	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": \"0x1p-1\"}", VALIDATE_E_SCHEMA, "type",
-		    "confidence");
+	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": \"0x1p-1\"}", VALIDATE_E_SCHEMA,
+		    "type", "confidence");
 	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": \"nan\"}", VALIDATE_E_SCHEMA, "type",
 		    "confidence");
 	/* Strings stay strings where the schema says string. */
@@ -306,8 +306,8 @@ START_TEST(test_nested)
 	EXPECT_OK("{\"Address\": {\"CITY\": \"北京\", \"Zip\": \"100000\"}}");
 	ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(res_get("address"), "city")->valuestring,
 			 "北京");
-	ck_assert_double_eq(cJSON_GetObjectItemCaseSensitive(res_get("address"), "zip")->valuedouble,
-			    100000);
+	ck_assert_double_eq(
+		cJSON_GetObjectItemCaseSensitive(res_get("address"), "zip")->valuedouble, 100000);
 	EXPECT_FAIL("{\"address\": {\"city\": \"x\"}}", VALIDATE_E_SCHEMA, "minLength",
 		    "address.city");
 	ck_assert_str_eq(res.detail, "address.city: 1 characters < minLength 2");
@@ -332,8 +332,8 @@ START_TEST(test_additional_properties)
 		  "\"title\": \"t\", \"properties\": {\"intent\": {\"type\": \"string\", "
 		  "\"description\": \"the intent\"}, \"confidence\": {\"type\": \"number\"}}}");
 	EXPECT_OK("{\"INTENT\": \"refund\", \"confidence\": 0.9}");
-	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": 0.9, \"extra\": 1}", VALIDATE_E_SCHEMA,
-		    "additionalProperties", "extra");
+	EXPECT_FAIL("{\"intent\": \"refund\", \"confidence\": 0.9, \"extra\": 1}",
+		    VALIDATE_E_SCHEMA, "additionalProperties", "extra");
 	ck_assert_str_eq(res.detail, "extra: unknown field not allowed");
 }
 END_TEST
@@ -344,10 +344,12 @@ START_TEST(test_deny)
 {
 	EXPECT_FAIL("{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \"客户地址未知\"}",
 		    VALIDATE_E_SEMANTIC, "deny", "summary");
-	ck_assert_str_eq(res.detail,
-			 "summary: \"客户地址未知\" matches deny pattern \"未知|无法解析|unknown\"");
-	EXPECT_FAIL("{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \"reason unknown\"}",
-		    VALIDATE_E_SEMANTIC, "deny", "summary");
+	ck_assert_str_eq(
+		res.detail,
+		"summary: \"客户地址未知\" matches deny pattern \"未知|无法解析|unknown\"");
+	EXPECT_FAIL(
+		"{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \"reason unknown\"}",
+		VALIDATE_E_SEMANTIC, "deny", "summary");
 	/* Deny runs on the normalised keys. */
 	EXPECT_FAIL("{\"intent\": \"consult\", \"confidence\": 0.9, \"SUMMARY\": \"无法解析输入\"}",
 		    VALIDATE_E_SEMANTIC, "deny", "summary");
@@ -358,10 +360,12 @@ END_TEST
 
 START_TEST(test_conditional)
 {
-	EXPECT_FAIL("{\"intent\": \"complaint\", \"confidence\": 0.9, \"summary\": \"感谢客服的帮助\"}",
-		    VALIDATE_E_SEMANTIC, "rules[0]", "summary");
+	EXPECT_FAIL(
+		"{\"intent\": \"complaint\", \"confidence\": 0.9, \"summary\": \"感谢客服的帮助\"}",
+		VALIDATE_E_SEMANTIC, "rules[0]", "summary");
 	ck_assert_ptr_nonnull(strstr(res.detail, "when intent = \"complaint\""));
-	EXPECT_OK("{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \"感谢客服的帮助\"}");
+	EXPECT_OK(
+		"{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \"感谢客服的帮助\"}");
 	EXPECT_OK("{\"intent\": \"complaint\", \"confidence\": 0.9, \"summary\": \"物流太慢了\"}");
 	/* The condition compares JSON values, numbers by value. */
 	oc_rule("confidence", "1", "intent", "^other$");
@@ -375,8 +379,8 @@ START_TEST(test_detail_bounded)
 	struct buf b;
 
 	buf_init(&b, 1 << 20);
-	ck_assert_int_eq(buf_puts(&b, "{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \""),
-			 0);
+	ck_assert_int_eq(
+		buf_puts(&b, "{\"intent\": \"consult\", \"confidence\": 0.9, \"summary\": \""), 0);
 	while (b.len < 10000)
 		ck_assert_int_eq(buf_puts(&b, "未知"), 0);
 	ck_assert_int_eq(buf_puts(&b, "\"}"), 0);
@@ -463,7 +467,8 @@ START_TEST(test_value)
 	ck_assert_ptr_null(res.result);
 	cJSON_Delete(v);
 
-	v = cJSON_Parse("{\"intent\": \"complaint\", \"confidence\": 0.9, \"summary\": \"表扬一下\"}");
+	v = cJSON_Parse(
+		"{\"intent\": \"complaint\", \"confidence\": 0.9, \"summary\": \"表扬一下\"}");
 	ck_assert_int_eq(validate_value(&oc, v, &res), VALIDATE_E_SEMANTIC);
 	ck_assert_str_eq(res.rule, "rules[0]");
 	cJSON_Delete(v);

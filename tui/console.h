@@ -14,4 +14,3 @@
 
 /* Run the console until q. 0, or 1 when it cannot start (message printed). */
 int console_run(struct client *cli);
-

@@ -302,15 +302,18 @@ report_run(int json, int argc, char **argv)
 	} else {
 		source = "calls (no slo_minutes rows in the period)";
 		vals[0] = SVI(since_ms);
-		rc = store_reader_run(rd, STORE_Q_REPORT_AVAIL_CALLS, vals, 1, on_avail, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_AVAIL_CALLS, vals, 1, on_avail, &rp,
+				      &cause);
 	}
 	vals[0] = SVI(since_ms);
 	vals[1] = SVI(TOP_REASONS);
 	if (rc == 0)
-		rc = store_reader_run(rd, STORE_Q_REPORT_DEGRADATIONS, vals, 2, on_degradation, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_DEGRADATIONS, vals, 2, on_degradation, &rp,
+				      &cause);
 	vals[1] = SVI(TOP_FAILURES);
 	if (rc == 0)
-		rc = store_reader_run(rd, STORE_Q_REPORT_FAILURES, vals, 2, on_failure, &rp, &cause);
+		rc = store_reader_run(rd, STORE_Q_REPORT_FAILURES, vals, 2, on_failure, &rp,
+				      &cause);
 	if (rc != 0) {
 		fprintf(stderr, "fusebox: report: %s: %s\n", db, cause ? cause : "query failed");
 		rc = REPORT_FAILED;

@@ -20,13 +20,20 @@
 
 #include "mockllm.h"
 
-#define BASE_JSON \
-	"{\"intent\":\"refund\",\"confidence\":0.92," \
+#define BASE_JSON                                                                                  \
+	"{\"intent\":\"refund\",\"confidence\":0.92,"                                              \
 	"\"summary\":\"customer wants a refund\"}"
 
 static const char *const preset_names[PRESET_COUNT] = {
-	"good", "fenced", "prose", "truncated", "wrong_enum",
-	"confidence_out_of_range", "confidence_string", "key_case", "empty",
+	"good",
+	"fenced",
+	"prose",
+	"truncated",
+	"wrong_enum",
+	"confidence_out_of_range",
+	"confidence_string",
+	"key_case",
+	"empty",
 	"low_confidence",
 };
 
@@ -50,7 +57,7 @@ const char *const preset_texts[PRESET_COUNT] = {
 
 enum field_type {
 	FIELD_STR,
-	FIELD_HEADER,	/* string without CR/LF; retry_after also takes ints */
+	FIELD_HEADER, /* string without CR/LF; retry_after also takes ints */
 	FIELD_BOOL,
 	FIELD_MS,
 	FIELD_STATUS,
@@ -59,34 +66,30 @@ enum field_type {
 };
 
 struct field {
-	const char	*name;
-	enum field_type	 type;
-	size_t		 off;
+	const char *name;
+	enum field_type type;
+	size_t off;
 };
 
 static const struct field behave_fields[] = {
-	{ "content", FIELD_STR, offsetof(struct behave, content) },
-	{ "preset", FIELD_PRESET, offsetof(struct behave, preset) },
-	{ "delay_ms", FIELD_MS, offsetof(struct behave, delay_ms) },
-	{ "delay_min_ms", FIELD_MS, offsetof(struct behave, delay_min_ms) },
-	{ "delay_max_ms", FIELD_MS, offsetof(struct behave, delay_max_ms) },
-	{ "status", FIELD_STATUS, offsetof(struct behave, status) },
-	{ "retry_after", FIELD_HEADER, offsetof(struct behave, retry_after) },
-	{ "hang", FIELD_BOOL, offsetof(struct behave, hang) },
-	{ "hang_ms", FIELD_MS, offsetof(struct behave, hang_ms) },
-	{ "reset", FIELD_BOOL, offsetof(struct behave, reset) },
-	{ "reset_after_bytes", FIELD_BYTES,
-	    offsetof(struct behave, reset_after_bytes) },
-	{ "drip_ms", FIELD_MS, offsetof(struct behave, drip_ms) },
-	{ "truncate", FIELD_BOOL, offsetof(struct behave, truncate) },
-	{ "content_type", FIELD_HEADER,
-	    offsetof(struct behave, content_type) },
-	{ "body", FIELD_STR, offsetof(struct behave, body) },
-	{ "body_bytes", FIELD_BYTES, offsetof(struct behave, body_bytes) },
-	{ "stream_first_delay_ms", FIELD_MS,
-	    offsetof(struct behave, stream_first_delay_ms) },
-	{ "stream_chunk_ms", FIELD_MS,
-	    offsetof(struct behave, stream_chunk_ms) },
+	{"content", FIELD_STR, offsetof(struct behave, content)},
+	{"preset", FIELD_PRESET, offsetof(struct behave, preset)},
+	{"delay_ms", FIELD_MS, offsetof(struct behave, delay_ms)},
+	{"delay_min_ms", FIELD_MS, offsetof(struct behave, delay_min_ms)},
+	{"delay_max_ms", FIELD_MS, offsetof(struct behave, delay_max_ms)},
+	{"status", FIELD_STATUS, offsetof(struct behave, status)},
+	{"retry_after", FIELD_HEADER, offsetof(struct behave, retry_after)},
+	{"hang", FIELD_BOOL, offsetof(struct behave, hang)},
+	{"hang_ms", FIELD_MS, offsetof(struct behave, hang_ms)},
+	{"reset", FIELD_BOOL, offsetof(struct behave, reset)},
+	{"reset_after_bytes", FIELD_BYTES, offsetof(struct behave, reset_after_bytes)},
+	{"drip_ms", FIELD_MS, offsetof(struct behave, drip_ms)},
+	{"truncate", FIELD_BOOL, offsetof(struct behave, truncate)},
+	{"content_type", FIELD_HEADER, offsetof(struct behave, content_type)},
+	{"body", FIELD_STR, offsetof(struct behave, body)},
+	{"body_bytes", FIELD_BYTES, offsetof(struct behave, body_bytes)},
+	{"stream_first_delay_ms", FIELD_MS, offsetof(struct behave, stream_first_delay_ms)},
+	{"stream_chunk_ms", FIELD_MS, offsetof(struct behave, stream_chunk_ms)},
 };
 
 void
@@ -153,8 +156,7 @@ out:
 }
 
 static int
-behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
-    char **cause)
+behave_field_set(struct behave *b, const struct field *f, const cJSON *v, char **cause)
 {
 	char *base = (char *)b + f->off;
 	char **sp = (char **)(void *)base;
@@ -176,10 +178,8 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 			*cause = xasprintf("\"%s\" must be a string", f->name);
 			goto out;
 		}
-		if (f->type == FIELD_HEADER &&
-		    strpbrk(v->valuestring, "\r\n") != NULL) {
-			*cause = xasprintf("\"%s\" must not contain CR/LF",
-			    f->name);
+		if (f->type == FIELD_HEADER && strpbrk(v->valuestring, "\r\n") != NULL) {
+			*cause = xasprintf("\"%s\" must not contain CR/LF", f->name);
 			goto out;
 		}
 		free(*sp);
@@ -187,8 +187,7 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 		break;
 	case FIELD_BOOL:
 		if (!cJSON_IsBool(v)) {
-			*cause = xasprintf("\"%s\" must be true or false",
-			    f->name);
+			*cause = xasprintf("\"%s\" must be true or false", f->name);
 			goto out;
 		}
 		*bp = cJSON_IsTrue(v);
@@ -196,7 +195,8 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 	case FIELD_MS:
 		if (json_int(v, 0, MS_MAX, &n) != 0) {
 			*cause = xasprintf("\"%s\" must be an integer in "
-			    "0..%lld", f->name, MS_MAX);
+					   "0..%lld",
+					   f->name, MS_MAX);
 			goto out;
 		}
 		*ip = n;
@@ -204,7 +204,8 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 	case FIELD_STATUS:
 		if (json_int(v, 200, 599, &n) != 0) {
 			*cause = xasprintf("\"%s\" must be an integer in "
-			    "200..599", f->name);
+					   "200..599",
+					   f->name);
 			goto out;
 		}
 		*ip = n;
@@ -212,7 +213,8 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 	case FIELD_BYTES:
 		if (json_int(v, 0, BODY_BYTES_MAX, &n) != 0) {
 			*cause = xasprintf("\"%s\" must be an integer in "
-			    "0..%lld", f->name, BODY_BYTES_MAX);
+					   "0..%lld",
+					   f->name, BODY_BYTES_MAX);
 			goto out;
 		}
 		*ip = n;
@@ -227,8 +229,7 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v,
 				break;
 		}
 		if (i == PRESET_COUNT) {
-			*cause = xasprintf("unknown preset \"%s\"",
-			    v->valuestring);
+			*cause = xasprintf("unknown preset \"%s\"", v->valuestring);
 			goto out;
 		}
 		*bp = i;
@@ -246,8 +247,8 @@ out:
  * caller-freed *cause.
  */
 int
-behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp,
-    size_t *nscriptp, char **cause)
+behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp, size_t *nscriptp,
+	     char **cause)
 {
 	struct behave *script = NULL;
 	size_t nscript = 0, i;
@@ -260,37 +261,34 @@ behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp,
 		*cause = xasprintf("behaviour must be a JSON object");
 		goto out;
 	}
-	cJSON_ArrayForEach(item, j) {
+	cJSON_ArrayForEach(item, j)
+	{
 		if (strcmp(item->string, "script") == 0) {
 			if (scriptp == NULL) {
 				*cause = xasprintf("\"script\" is not allowed "
-				    "inside a script item");
+						   "inside a script item");
 				goto out;
 			}
-			if (!cJSON_IsArray(item) ||
-			    cJSON_GetArraySize(item) > SCRIPT_MAX) {
+			if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) > SCRIPT_MAX) {
 				*cause = xasprintf("\"script\" must be an "
-				    "array of at most %d behaviours",
-				    SCRIPT_MAX);
+						   "array of at most %d behaviours",
+						   SCRIPT_MAX);
 				goto out;
 			}
 			script_free(script, nscript);
 			nscript = 0;
-			script = xmalloc(sizeof *script *
-			    (size_t)cJSON_GetArraySize(item));
-			cJSON_ArrayForEach(s, item) {
-				if (behave_parse(s, &script[nscript], NULL,
-				    NULL, &sub) != 0) {
-					*cause = xasprintf("script[%zu]: %s",
-					    nscript, sub);
+			script = xmalloc(sizeof *script * (size_t)cJSON_GetArraySize(item));
+			cJSON_ArrayForEach(s, item)
+			{
+				if (behave_parse(s, &script[nscript], NULL, NULL, &sub) != 0) {
+					*cause = xasprintf("script[%zu]: %s", nscript, sub);
 					goto out;
 				}
 				nscript++;
 			}
 			continue;
 		}
-		for (i = 0; i < sizeof behave_fields / sizeof behave_fields[0];
-		    i++) {
+		for (i = 0; i < sizeof behave_fields / sizeof behave_fields[0]; i++) {
 			if (strcmp(item->string, behave_fields[i].name) == 0)
 				break;
 		}
@@ -303,17 +301,17 @@ behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp,
 	}
 	if ((b->delay_min_ms < 0) != (b->delay_max_ms < 0)) {
 		*cause = xasprintf("\"delay_min_ms\" and \"delay_max_ms\" go "
-		    "together");
+				   "together");
 		goto out;
 	}
 	if (b->delay_min_ms > b->delay_max_ms) {
 		*cause = xasprintf("\"delay_min_ms\" is above "
-		    "\"delay_max_ms\"");
+				   "\"delay_max_ms\"");
 		goto out;
 	}
 	if (b->delay_min_ms >= 0 && b->delay_ms > 0) {
 		*cause = xasprintf("\"delay_ms\" conflicts with "
-		    "\"delay_min_ms\"/\"delay_max_ms\"");
+				   "\"delay_min_ms\"/\"delay_max_ms\"");
 		goto out;
 	}
 	if (scriptp != NULL) {
@@ -338,10 +336,8 @@ backend_name_valid(const char *s, size_t n)
 	int ok = n > 0 && n <= BACKEND_NAME_MAX;
 
 	for (i = 0; ok && i < n; i++) {
-		ok = (s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= 'A' && s[i] <= 'Z') ||
-		    (s[i] >= '0' && s[i] <= '9') ||
-		    s[i] == '-' || s[i] == '_' || s[i] == '.';
+		ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		     (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '_' || s[i] == '.';
 	}
 	return ok;
 }
@@ -451,11 +447,9 @@ heap_down(size_t i)
 	for (;;) {
 		l = 2 * i + 1;
 		m = i;
-		if (l < mock.heap_len && mock.heap[l]->due_ms <
-		    mock.heap[m]->due_ms)
+		if (l < mock.heap_len && mock.heap[l]->due_ms < mock.heap[m]->due_ms)
 			m = l;
-		if (l + 1 < mock.heap_len && mock.heap[l + 1]->due_ms <
-		    mock.heap[m]->due_ms)
+		if (l + 1 < mock.heap_len && mock.heap[l + 1]->due_ms < mock.heap[m]->due_ms)
 			m = l + 1;
 		if (m == i)
 			break;
@@ -469,8 +463,7 @@ heap_push(struct req *r)
 {
 	if (mock.heap_len == mock.heap_cap) {
 		mock.heap_cap = mock.heap_cap ? mock.heap_cap * 2 : 256;
-		mock.heap = xrealloc(mock.heap,
-		    mock.heap_cap * sizeof *mock.heap);
+		mock.heap = xrealloc(mock.heap, mock.heap_cap * sizeof *mock.heap);
 	}
 	r->heap_idx = mock.heap_len;
 	mock.heap[mock.heap_len++] = r;
@@ -497,8 +490,7 @@ mock_wake(void)
 	uint64_t one = 1;
 
 	if (write(mock.wakefd, &one, sizeof one) < 0 && errno != EAGAIN)
-		fprintf(stderr, "fusebox-mockllm: eventfd: %s\n",
-		    strerror(errno));
+		fprintf(stderr, "fusebox-mockllm: eventfd: %s\n", strerror(errno));
 }
 
 /*

@@ -46,29 +46,26 @@ mock_stats_json(void)
 	root = cJSON_CreateObject();
 	bes = cJSON_AddObjectToObject(root, "backends");
 	pthread_mutex_lock(&mock.lock);
-	cJSON_AddNumberToObject(root, "uptime_ms",
-	    (double)(mono_ms() - mock.start_ms));
+	cJSON_AddNumberToObject(root, "uptime_ms", (double)(mono_ms() - mock.start_ms));
 	for (be = mock.backends; be != NULL; be = be->next) {
 		o = cJSON_AddObjectToObject(bes, be->name);
 		cJSON_AddNumberToObject(o, "requests", (double)be->requests);
 		cJSON_AddNumberToObject(o, "inflight", (double)be->inflight);
-		cJSON_AddNumberToObject(o, "max_inflight",
-		    (double)be->max_inflight);
+		cJSON_AddNumberToObject(o, "max_inflight", (double)be->max_inflight);
 		cJSON_AddNumberToObject(o, "completed", (double)be->completed);
 		cJSON_AddNumberToObject(o, "aborted", (double)be->aborted);
-		cJSON_AddNumberToObject(o, "script_left",
-		    (double)(be->nscript - be->script_pos));
+		cJSON_AddNumberToObject(o, "script_left", (double)(be->nscript - be->script_pos));
 		if (be->last_request != NULL)
 			cJSON_AddItemToObject(o, "last_request",
-			    cJSON_Duplicate(be->last_request, 1));
+					      cJSON_Duplicate(be->last_request, 1));
 		else
 			cJSON_AddNullToObject(o, "last_request");
 		arr = cJSON_AddArrayToObject(o, "arrivals_ms");
-		k = (be->arrivals_next + ARRIVALS_MAX - be->arrivals_n) %
-		    ARRIVALS_MAX;
+		k = (be->arrivals_next + ARRIVALS_MAX - be->arrivals_n) % ARRIVALS_MAX;
 		for (i = 0; i < be->arrivals_n; i++) {
-			cJSON_AddItemToArray(arr, cJSON_CreateNumber(
-			    (double)be->arrivals[(k + i) % ARRIVALS_MAX]));
+			cJSON_AddItemToArray(
+				arr,
+				cJSON_CreateNumber((double)be->arrivals[(k + i) % ARRIVALS_MAX]));
 		}
 	}
 	pthread_mutex_unlock(&mock.lock);
@@ -87,7 +84,7 @@ control_handle(struct req *r, const char *url, const char *method)
 
 	is_get = strcmp(method, MHD_HTTP_METHOD_GET) == 0;
 	is_set = strcmp(method, MHD_HTTP_METHOD_PUT) == 0 ||
-	    strcmp(method, MHD_HTTP_METHOD_POST) == 0;
+		 strcmp(method, MHD_HTTP_METHOD_POST) == 0;
 	if (r->too_big) {
 		ret = respond_error(r, 413, "request body over 4 MiB");
 		goto out;
@@ -131,8 +128,8 @@ control_handle(struct req *r, const char *url, const char *method)
 			ret = respond_error(r, 400, cause);
 			goto out;
 		}
-		log_line("backend %s: %.*s", name,
-		    (int)(r->body_len > 200 ? 200 : r->body_len), r->body);
+		log_line("backend %s: %.*s", name, (int)(r->body_len > 200 ? 200 : r->body_len),
+			 r->body);
 		ok = cJSON_CreateObject();
 		cJSON_AddTrueToObject(ok, "ok");
 		ret = respond_json(r, 200, ok);

@@ -168,8 +168,7 @@ out:
 }
 
 static enum MHD_Result
-header_collect(void *cls, enum MHD_ValueKind kind, const char *key,
-    const char *value)
+header_collect(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
 	cJSON *o = cls;
 	char *lk;
@@ -226,8 +225,7 @@ req_new(struct MHD_Connection *conn, const char *url)
 	if (name == NULL || !backend_name_valid(name, nlen))
 		goto out;
 	r->headers = cJSON_CreateObject();
-	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_collect,
-	    r->headers);
+	MHD_get_connection_values(conn, MHD_HEADER_KIND, header_collect, r->headers);
 	pthread_mutex_lock(&mock.lock);
 	be = backend_get(name, nlen);
 	if (be != NULL) {
@@ -250,9 +248,8 @@ out:
 }
 
 static enum MHD_Result
-mock_access(void *cls, struct MHD_Connection *conn, const char *url,
-    const char *method, const char *version, const char *upload,
-    size_t *upload_size, void **con_cls)
+mock_access(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+	    const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct req *r = *con_cls;
 	const char *cl;
@@ -264,13 +261,12 @@ mock_access(void *cls, struct MHD_Connection *conn, const char *url,
 		r = req_new(conn, url);
 		*con_cls = r;
 		cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
-		    MHD_HTTP_HEADER_CONTENT_LENGTH);
+						 MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (cl != NULL) {
 			errno = 0;
 			n = strtoull(cl, &end, 10);
 			if (errno == 0 && *end == '\0' && n > BODY_MAX)
-				ret = respond_error(r, 413,
-				    "request body over 4 MiB");
+				ret = respond_error(r, 413, "request body over 4 MiB");
 		}
 		goto out;
 	}
@@ -296,7 +292,7 @@ out:
 
 static void
 mock_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
-    enum MHD_RequestTerminationCode toe)
+	       enum MHD_RequestTerminationCode toe)
 {
 	struct req *r = *con_cls;
 
@@ -317,10 +313,9 @@ mock_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	pthread_mutex_unlock(&mock.lock);
 	if (r->kind == REQ_CHAT) {
-		log_line("%s mock-%" PRIu64 " %s %u%s", r->backend->name,
-		    r->id, r->stream ? "stream" : "json", r->status,
-		    toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" :
-		    " (aborted)");
+		log_line("%s mock-%" PRIu64 " %s %u%s", r->backend->name, r->id,
+			 r->stream ? "stream" : "json", r->status,
+			 toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " (aborted)");
 	}
 	req_free(r);
 }
@@ -339,8 +334,7 @@ listen_parse(const char *s, struct sockaddr_in *sin)
 	host[colon - s] = '\0';
 	errno = 0;
 	port = strtol(colon + 1, &end, 10);
-	if (errno != 0 || *end != '\0' || end == colon + 1 || port < 0 ||
-	    port > 65535)
+	if (errno != 0 || *end != '\0' || end == colon + 1 || port < 0 || port > 65535)
 		goto out;
 	memset(sin, 0, sizeof *sin);
 	sin->sin_family = AF_INET;
@@ -356,7 +350,7 @@ static void
 print_usage(void)
 {
 	fprintf(stderr, "usage: fusebox-mockllm [--listen 127.0.0.1:PORT] "
-	    "[--scenario FILE] [--quiet]\n");
+			"[--scenario FILE] [--quiet]\n");
 }
 
 /* Resume every suspended connection so MHD_stop_daemon may run. */
@@ -413,8 +407,7 @@ main(int argc, char **argv)
 		}
 	}
 	if (listen_parse(addr, &sin) != 0) {
-		fprintf(stderr, "fusebox-mockllm: bad --listen \"%s\"\n",
-		    addr);
+		fprintf(stderr, "fusebox-mockllm: bad --listen \"%s\"\n", addr);
 		goto out;
 	}
 
@@ -431,8 +424,7 @@ main(int argc, char **argv)
 	mock.epfd = epoll_create1(EPOLL_CLOEXEC);
 	mock.wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (mock.epfd < 0 || mock.wakefd < 0) {
-		fprintf(stderr, "fusebox-mockllm: epoll/eventfd: %s\n",
-		    strerror(errno));
+		fprintf(stderr, "fusebox-mockllm: epoll/eventfd: %s\n", strerror(errno));
 		goto out;
 	}
 	memset(&ev, 0, sizeof ev);
@@ -458,17 +450,14 @@ main(int argc, char **argv)
 		flags |= MHD_USE_EPOLL;
 	else
 		flags |= MHD_USE_POLL;
-	d = MHD_start_daemon(flags, 0, NULL, NULL, mock_access, NULL,
-	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned int)20000,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
-	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
-	    MHD_OPTION_NOTIFY_COMPLETED, mock_completed, NULL,
-	    MHD_OPTION_END);
+	d = MHD_start_daemon(flags, 0, NULL, NULL, mock_access, NULL, MHD_OPTION_SOCK_ADDR,
+			     (struct sockaddr *)&sin, MHD_OPTION_CONNECTION_LIMIT,
+			     (unsigned int)20000, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)0,
+			     MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned int)4096,
+			     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+			     MHD_OPTION_NOTIFY_COMPLETED, mock_completed, NULL, MHD_OPTION_END);
 	if (d == NULL) {
-		fprintf(stderr, "fusebox-mockllm: cannot listen on %s\n",
-		    addr);
+		fprintf(stderr, "fusebox-mockllm: cannot listen on %s\n", addr);
 		goto out;
 	}
 	if (pthread_create(&timer, NULL, timer_main, NULL) != 0) {
@@ -478,7 +467,7 @@ main(int argc, char **argv)
 	timer_started = 1;
 	di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	printf("listening on %s:%u\n", inet_ntoa(sin.sin_addr),
-	    di != NULL ? (unsigned int)di->port : 0u);
+	       di != NULL ? (unsigned int)di->port : 0u);
 	fflush(stdout);
 
 	do {

@@ -7,23 +7,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-
 #include <cjson/cJSON.h>
 #include <microhttpd.h>
 #include <pthread.h>
 
-#define BODY_MAX		(4 * 1024 * 1024)
-#define SCENARIO_MAX		(1024 * 1024)
-#define ARRIVALS_MAX		1000
-#define BACKENDS_MAX		1024
-#define BACKEND_NAME_MAX	64
-#define SCRIPT_MAX		10000
-#define MS_MAX			(24LL * 3600 * 1000)
-#define BODY_BYTES_MAX		(1024LL * 1024 * 1024)
-#define LOOP_PAUSE_MS		20000
-#define WAIT_FOREVER		INT64_MAX
-#define READ_BLOCK		(16 * 1024)
-#define STREAM_PIECES		4
+#define BODY_MAX	 (4 * 1024 * 1024)
+#define SCENARIO_MAX	 (1024 * 1024)
+#define ARRIVALS_MAX	 1000
+#define BACKENDS_MAX	 1024
+#define BACKEND_NAME_MAX 64
+#define SCRIPT_MAX	 10000
+#define MS_MAX		 (24LL * 3600 * 1000)
+#define BODY_BYTES_MAX	 (1024LL * 1024 * 1024)
+#define LOOP_PAUSE_MS	 20000
+#define WAIT_FOREVER	 INT64_MAX
+#define READ_BLOCK	 (16 * 1024)
+#define STREAM_PIECES	 4
 
 enum preset {
 	PRESET_GOOD,
@@ -45,50 +44,50 @@ enum preset {
  * which use -1.
  */
 struct behave {
-	char	*content;
-	int	 preset;
-	int64_t	 delay_ms;
-	int64_t	 delay_min_ms;
-	int64_t	 delay_max_ms;
-	int64_t	 status;
-	char	*retry_after;
-	int	 hang;
-	int64_t	 hang_ms;
-	int	 reset;
-	int64_t	 reset_after_bytes;
-	int64_t	 drip_ms;
-	int	 truncate;
-	char	*content_type;
-	char	*body;
-	int64_t	 body_bytes;
-	int64_t	 stream_first_delay_ms;
-	int64_t	 stream_chunk_ms;
+	char *content;
+	int preset;
+	int64_t delay_ms;
+	int64_t delay_min_ms;
+	int64_t delay_max_ms;
+	int64_t status;
+	char *retry_after;
+	int hang;
+	int64_t hang_ms;
+	int reset;
+	int64_t reset_after_bytes;
+	int64_t drip_ms;
+	int truncate;
+	char *content_type;
+	char *body;
+	int64_t body_bytes;
+	int64_t stream_first_delay_ms;
+	int64_t stream_chunk_ms;
 };
 
 struct backend {
-	char		 name[BACKEND_NAME_MAX + 1];
-	struct behave	 base;
-	struct behave	*script;
-	size_t		 nscript;
-	size_t		 script_pos;
-	uint64_t	 requests;
-	uint64_t	 completed;
-	uint64_t	 aborted;
-	int64_t		 inflight;
-	int64_t		 max_inflight;
-	cJSON		*last_request;
-	int64_t		 arrivals[ARRIVALS_MAX];
-	size_t		 arrivals_n;
-	size_t		 arrivals_next;
-	struct backend	*next;
+	char name[BACKEND_NAME_MAX + 1];
+	struct behave base;
+	struct behave *script;
+	size_t nscript;
+	size_t script_pos;
+	uint64_t requests;
+	uint64_t completed;
+	uint64_t aborted;
+	int64_t inflight;
+	int64_t max_inflight;
+	cJSON *last_request;
+	int64_t arrivals[ARRIVALS_MAX];
+	size_t arrivals_n;
+	size_t arrivals_next;
+	struct backend *next;
 };
 
 /* One piece of a response body; data NULL means len bytes of fill. */
 struct seg {
-	char	*data;
-	size_t	 len;
-	char	 fill;
-	int64_t	 due_ms;	/* monotonic; not sent before */
+	char *data;
+	size_t len;
+	char fill;
+	int64_t due_ms; /* monotonic; not sent before */
 };
 
 enum req_kind {
@@ -104,62 +103,62 @@ enum req_phase {
 };
 
 struct req {
-	struct MHD_Connection	*conn;
-	int			 fd;
-	enum req_kind		 kind;
-	enum req_phase		 phase;
-	struct backend		*backend;	/* REQ_CHAT only; never freed */
-	uint64_t		 id;
-	int64_t			 arrival_ms;
-	char			*body;
-	size_t			 body_len;
-	size_t			 body_cap;
-	int			 too_big;
-	cJSON			*headers;
-	struct behave		 bh;
-	char			*model;
-	int			 stream;
-	int64_t			 prompt_tokens;
-	unsigned int		 status;
+	struct MHD_Connection *conn;
+	int fd;
+	enum req_kind kind;
+	enum req_phase phase;
+	struct backend *backend; /* REQ_CHAT only; never freed */
+	uint64_t id;
+	int64_t arrival_ms;
+	char *body;
+	size_t body_len;
+	size_t body_cap;
+	int too_big;
+	cJSON *headers;
+	struct behave bh;
+	char *model;
+	int stream;
+	int64_t prompt_tokens;
+	unsigned int status;
 
 	/* Guarded by mock.lock. */
-	int			 suspended;
-	int			 gone;
-	int64_t			 due_ms;
-	size_t			 heap_idx;
+	int suspended;
+	int gone;
+	int64_t due_ms;
+	size_t heap_idx;
 
 	/* Response body, read by the MHD thread only. */
-	struct seg		*segs;
-	size_t			 nsegs;
-	size_t			 cur;
-	uint64_t		 cur_start;
-	uint64_t		 total;
-	int64_t			 limit;
-	int64_t			 drip_ms;
-	int64_t			 next_drip_ms;
+	struct seg *segs;
+	size_t nsegs;
+	size_t cur;
+	uint64_t cur_start;
+	uint64_t total;
+	int64_t limit;
+	int64_t drip_ms;
+	int64_t next_drip_ms;
 };
 
 struct mock {
-	pthread_mutex_t	  lock;
-	int		  epfd;
-	int		  wakefd;
-	int		  stopping;
-	int		  quiet;
-	int64_t		  start_ms;
-	uint64_t	  next_id;
-	uint64_t	  rng;
-	struct backend	 *backends;
-	size_t		  nbackends;
-	struct req	**heap;
-	size_t		  heap_len;
-	size_t		  heap_cap;
-	cJSON		 *scenario;
-	const cJSON	 *timeline;
-	int		  scen_n;
-	int		  scen_idx;
-	int		  scen_loop;
-	int64_t		  scen_base_ms;
-	int64_t		  scen_period_ms;
+	pthread_mutex_t lock;
+	int epfd;
+	int wakefd;
+	int stopping;
+	int quiet;
+	int64_t start_ms;
+	uint64_t next_id;
+	uint64_t rng;
+	struct backend *backends;
+	size_t nbackends;
+	struct req **heap;
+	size_t heap_len;
+	size_t heap_cap;
+	cJSON *scenario;
+	const cJSON *timeline;
+	int scen_n;
+	int scen_idx;
+	int scen_loop;
+	int64_t scen_base_ms;
+	int64_t scen_period_ms;
 };
 
 extern struct mock mock;

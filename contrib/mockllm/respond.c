@@ -61,16 +61,14 @@ error_json(unsigned int status, const char *message)
 
 /* Queue a small in-memory response; text is consumed. */
 static enum MHD_Result
-respond_text(struct req *r, unsigned int status, char *text,
-    const char *ctype)
+respond_text(struct req *r, unsigned int status, char *text, const char *ctype)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret = MHD_NO;
 
 	r->status = status;
 	r->phase = PHASE_SEND;
-	resp = MHD_create_response_from_buffer(strlen(text), text,
-	    MHD_RESPMEM_MUST_FREE);
+	resp = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	if (resp == NULL) {
 		free(text);
 		goto out;
@@ -85,8 +83,7 @@ out:
 enum MHD_Result
 respond_error(struct req *r, unsigned int status, const char *message)
 {
-	return respond_text(r, status, error_json(status, message),
-	    "application/json");
+	return respond_text(r, status, error_json(status, message), "application/json");
 }
 
 enum MHD_Result
@@ -113,8 +110,7 @@ req_seg_add(struct req *r, char *data, size_t len, char fill, int64_t due)
 static const char *
 req_content(const struct req *r)
 {
-	return r->bh.content != NULL ? r->bh.content :
-	    preset_texts[r->bh.preset];
+	return r->bh.content != NULL ? r->bh.content : preset_texts[r->bh.preset];
 }
 
 /* A JSON string literal's inside (without quotes), malloc'd. */
@@ -165,11 +161,9 @@ req_build_completion(struct req *r, int64_t now)
 	cJSON_AddStringToObject(choice, "finish_reason", "stop");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
 	usage = cJSON_AddObjectToObject(root, "usage");
-	cJSON_AddNumberToObject(usage, "prompt_tokens",
-	    (double)r->prompt_tokens);
+	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)r->prompt_tokens);
 	cJSON_AddNumberToObject(usage, "completion_tokens", (double)ctoks);
-	cJSON_AddNumberToObject(usage, "total_tokens",
-	    (double)(r->prompt_tokens + ctoks));
+	cJSON_AddNumberToObject(usage, "total_tokens", (double)(r->prompt_tokens + ctoks));
 	text = cJSON_PrintUnformatted(root);
 	cJSON_Delete(root);
 	free(idstr);
@@ -241,8 +235,7 @@ req_build_stream(struct req *r, int64_t now)
 		end = off + step;
 		if (end > len)
 			end = len;
-		while (end < len && ((unsigned char)content[end] & 0xc0) ==
-		    0x80)
+		while (end < len && ((unsigned char)content[end] & 0xc0) == 0x80)
 			end++;
 		piece = xmalloc(end - off + 1);
 		memcpy(piece, content + off, end - off);
@@ -349,12 +342,11 @@ chat_respond(struct req *r)
 	if (r->bh.content_type != NULL)
 		ctype = r->bh.content_type;
 	r->limit = r->bh.reset_after_bytes;
-	if (r->bh.truncate && (r->limit < 0 ||
-	    (uint64_t)r->limit > r->total / 2))
+	if (r->bh.truncate && (r->limit < 0 || (uint64_t)r->limit > r->total / 2))
 		r->limit = (int64_t)(r->total / 2);
 	r->drip_ms = r->bh.drip_ms;
-	resp = MHD_create_response_from_callback(sized ? r->total :
-	    MHD_SIZE_UNKNOWN, READ_BLOCK, req_read, r, NULL);
+	resp = MHD_create_response_from_callback(sized ? r->total : MHD_SIZE_UNKNOWN, READ_BLOCK,
+						 req_read, r, NULL);
 	if (resp == NULL)
 		goto out;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
@@ -362,11 +354,9 @@ chat_respond(struct req *r)
 	idstr = xasprintf("mock-%" PRIu64, r->id);
 	MHD_add_response_header(resp, "X-Mock-Id", idstr);
 	if (r->bh.retry_after != NULL)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER,
-		    r->bh.retry_after);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->bh.retry_after);
 	if (!sized)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL,
-		    "no-cache");
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
 	ret = MHD_queue_response(r->conn, r->status, resp);
 out:
 	if (resp != NULL)
@@ -382,7 +372,8 @@ prompt_tokens(const cJSON *body)
 	size_t bytes = 0;
 
 	msgs = cJSON_GetObjectItemCaseSensitive(body, "messages");
-	cJSON_ArrayForEach(m, msgs) {
+	cJSON_ArrayForEach(m, msgs)
+	{
 		c = cJSON_GetObjectItemCaseSensitive(m, "content");
 		if (cJSON_IsString(c))
 			bytes += strlen(c->valuestring);
@@ -402,8 +393,7 @@ chat_start(struct req *r, const char *method)
 	int valid;
 
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
-		ret = respond_error(r, MHD_HTTP_METHOD_NOT_ALLOWED,
-		    "use POST");
+		ret = respond_error(r, MHD_HTTP_METHOD_NOT_ALLOWED, "use POST");
 		goto out;
 	}
 	if (r->too_big) {
@@ -416,8 +406,7 @@ chat_start(struct req *r, const char *method)
 	if (valid) {
 		model = cJSON_GetObjectItemCaseSensitive(body, "model");
 		stream = cJSON_GetObjectItemCaseSensitive(body, "stream");
-		r->model = xstrdup(cJSON_IsString(model) ?
-		    model->valuestring : "mock");
+		r->model = xstrdup(cJSON_IsString(model) ? model->valuestring : "mock");
 		r->stream = cJSON_IsTrue(stream);
 		r->prompt_tokens = prompt_tokens(body);
 	}
@@ -440,22 +429,21 @@ chat_start(struct req *r, const char *method)
 	else if (valid)
 		behave_copy(&r->bh, &be->base);
 	if (r->bh.delay_min_ms >= 0)
-		delay = r->bh.delay_min_ms + (int64_t)(rng_next() %
-		    (uint64_t)(r->bh.delay_max_ms - r->bh.delay_min_ms + 1));
+		delay = r->bh.delay_min_ms +
+			(int64_t)(rng_next() %
+				  (uint64_t)(r->bh.delay_max_ms - r->bh.delay_min_ms + 1));
 	else
 		delay = r->bh.delay_ms;
 	pthread_mutex_unlock(&mock.lock);
 
 	if (!valid) {
-		ret = respond_error(r, MHD_HTTP_BAD_REQUEST,
-		    "request body is not a JSON object");
+		ret = respond_error(r, MHD_HTTP_BAD_REQUEST, "request body is not a JSON object");
 		goto out;
 	}
 	delay += r->bh.hang_ms;
 	if (r->bh.hang || delay > 0) {
 		r->phase = PHASE_WAIT;
-		if (req_suspend(r, r->bh.hang ? WAIT_FOREVER :
-		    mono_ms() + delay) != 0)
+		if (req_suspend(r, r->bh.hang ? WAIT_FOREVER : mono_ms() + delay) != 0)
 			ret = MHD_NO;
 		else
 			ret = MHD_YES;

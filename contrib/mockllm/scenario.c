@@ -26,23 +26,25 @@ scenario_step(int64_t now)
 
 	while (mock.scen_idx < mock.scen_n) {
 		entry = cJSON_GetArrayItem(mock.timeline, mock.scen_idx);
-		at = (int64_t)(cJSON_GetObjectItemCaseSensitive(entry,
-		    "at_s")->valuedouble * 1000.0);
+		at = (int64_t)(cJSON_GetObjectItemCaseSensitive(entry, "at_s")->valuedouble *
+			       1000.0);
 		if (mock.scen_base_ms + at > now)
 			break;
 		mock.scen_idx++;
 		bes = cJSON_GetObjectItemCaseSensitive(entry, "backends");
 		pthread_mutex_unlock(&mock.lock);
-		cJSON_ArrayForEach(b, bes) {
+		cJSON_ArrayForEach(b, bes)
+		{
 			if (backend_set(b->string, b, &cause) != 0) {
-				fprintf(stderr, "fusebox-mockllm: scenario: "
-				    "%s: %s\n", b->string, cause);
+				fprintf(stderr,
+					"fusebox-mockllm: scenario: "
+					"%s: %s\n",
+					b->string, cause);
 				free(cause);
 				cause = NULL;
 			}
 		}
-		log_line("scenario: step %d (at %.1f s)", mock.scen_idx - 1,
-		    (double)at / 1000.0);
+		log_line("scenario: step %d (at %.1f s)", mock.scen_idx - 1, (double)at / 1000.0);
 		pthread_mutex_lock(&mock.lock);
 		if (mock.scen_idx == mock.scen_n && mock.scen_loop) {
 			mock.scen_idx = 0;
@@ -66,8 +68,7 @@ scenario_next_ms(void)
 }
 
 static void
-resume_add(struct MHD_Connection ***v, size_t *n, size_t *cap,
-    struct MHD_Connection *c)
+resume_add(struct MHD_Connection ***v, size_t *n, size_t *cap, struct MHD_Connection *c)
 {
 	if (*n == *cap) {
 		*cap = *cap ? *cap * 2 : 64;
@@ -97,22 +98,19 @@ timer_main(void *arg)
 		for (k = 0; k < nev; k++) {
 			r = evs[k].data.ptr;
 			if (r == NULL) {
-				if (read(mock.wakefd, &junk, sizeof junk) < 0 &&
-				    errno != EAGAIN)
+				if (read(mock.wakefd, &junk, sizeof junk) < 0 && errno != EAGAIN)
 					break;
 				continue;
 			}
 			if (!r->suspended)
 				continue;
 			r->gone = 1;
-			resume_add(&resume, &nresume, &cresume,
-			    req_unsuspend(r));
+			resume_add(&resume, &nresume, &cresume, req_unsuspend(r));
 		}
 		nev = 0;
 		now = mono_ms();
 		while (mock.heap_len > 0 && mock.heap[0]->due_ms <= now) {
-			resume_add(&resume, &nresume, &cresume,
-			    req_unsuspend(mock.heap[0]));
+			resume_add(&resume, &nresume, &cresume, req_unsuspend(mock.heap[0]));
 		}
 		if (nresume > 0) {
 			pthread_mutex_unlock(&mock.lock);
@@ -133,8 +131,7 @@ timer_main(void *arg)
 		else
 			timeout = wake > now ? (int)(wake - now) : 0;
 		pthread_mutex_unlock(&mock.lock);
-		nev = epoll_wait(mock.epfd, evs, (int)(sizeof evs /
-		    sizeof evs[0]), timeout);
+		nev = epoll_wait(mock.epfd, evs, (int)(sizeof evs / sizeof evs[0]), timeout);
 		if (nev < 0)
 			nev = 0;
 		pthread_mutex_lock(&mock.lock);
@@ -159,42 +156,46 @@ scenario_load(const char *path)
 
 	f = fopen(path, "r");
 	if (f == NULL) {
-		fprintf(stderr, "fusebox-mockllm: %s: %s\n", path,
-		    strerror(errno));
+		fprintf(stderr, "fusebox-mockllm: %s: %s\n", path, strerror(errno));
 		goto out;
 	}
 	text = xmalloc(SCENARIO_MAX + 1);
 	n = fread(text, 1, SCENARIO_MAX + 1, f);
 	if (n > SCENARIO_MAX) {
-		fprintf(stderr, "fusebox-mockllm: %s: over %d bytes\n", path,
-		    SCENARIO_MAX);
+		fprintf(stderr, "fusebox-mockllm: %s: over %d bytes\n", path, SCENARIO_MAX);
 		goto out;
 	}
 	root = cJSON_ParseWithLength(text, n);
 	tl = cJSON_GetObjectItemCaseSensitive(root, "timeline");
 	if (!cJSON_IsArray(tl) || cJSON_GetArraySize(tl) == 0) {
-		fprintf(stderr, "fusebox-mockllm: %s: need a non-empty "
-		    "\"timeline\" array\n", path);
+		fprintf(stderr,
+			"fusebox-mockllm: %s: need a non-empty "
+			"\"timeline\" array\n",
+			path);
 		goto out;
 	}
-	cJSON_ArrayForEach(entry, tl) {
+	cJSON_ArrayForEach(entry, tl)
+	{
 		at = cJSON_GetObjectItemCaseSensitive(entry, "at_s");
 		bes = cJSON_GetObjectItemCaseSensitive(entry, "backends");
-		if (!cJSON_IsNumber(at) || at->valuedouble < prev ||
-		    at->valuedouble > 86400.0 || !cJSON_IsObject(bes)) {
-			fprintf(stderr, "fusebox-mockllm: %s: each timeline "
-			    "entry needs a non-decreasing \"at_s\" and a "
-			    "\"backends\" object\n", path);
+		if (!cJSON_IsNumber(at) || at->valuedouble < prev || at->valuedouble > 86400.0 ||
+		    !cJSON_IsObject(bes)) {
+			fprintf(stderr,
+				"fusebox-mockllm: %s: each timeline "
+				"entry needs a non-decreasing \"at_s\" and a "
+				"\"backends\" object\n",
+				path);
 			goto out;
 		}
 		prev = at->valuedouble;
-		cJSON_ArrayForEach(b, bes) {
+		cJSON_ArrayForEach(b, bes)
+		{
 			if (!backend_name_valid(b->string, strlen(b->string)) ||
-			    behave_parse(b, &tmp, &script, &nscript,
-			    &cause) != 0) {
-				fprintf(stderr, "fusebox-mockllm: %s: at_s %g: "
-				    "%s: %s\n", path, prev, b->string,
-				    cause != NULL ? cause : "bad name");
+			    behave_parse(b, &tmp, &script, &nscript, &cause) != 0) {
+				fprintf(stderr,
+					"fusebox-mockllm: %s: at_s %g: "
+					"%s: %s\n",
+					path, prev, b->string, cause != NULL ? cause : "bad name");
 				goto out;
 			}
 			behave_free(&tmp);

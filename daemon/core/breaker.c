@@ -22,7 +22,7 @@
 #include "wire.h"
 
 #define RING_FAILURE 0x1
-#define RING_SLOW 0x2
+#define RING_SLOW    0x2
 
 /* Tolerance for comparing a measured rate with a configured one. */
 #define RATE_EPSILON 1e-9
@@ -113,7 +113,7 @@ breaker_windows_clear(struct breaker *b)
  */
 static int
 breaker_windows_alloc(const struct breaker_cfg *cfg, uint8_t **ring, int *ring_len,
-    struct breaker_bucket **buckets, int *nbuckets)
+		      struct breaker_bucket **buckets, int *nbuckets)
 {
 	int error = 0;
 
@@ -347,8 +347,7 @@ breaker_allow(struct breaker *b, int64_t now_ms, int *is_probe)
 
 /* Sums over the active window as of now_ms (zeros in consecutive mode). */
 static void
-breaker_window_counts(const struct breaker *b, int64_t now_ms, int *calls, int *failures,
-    int *slow)
+breaker_window_counts(const struct breaker *b, int64_t now_ms, int *calls, int *failures, int *slow)
 {
 	int64_t now_sec = breaker_sec(now_ms);
 	int i;
@@ -389,7 +388,7 @@ breaker_window_add(struct breaker *b, int64_t now_ms, int failure, int slow)
 		} else
 			b->ring_n++;
 		b->ring[b->ring_pos] =
-		    (uint8_t)((failure ? RING_FAILURE : 0) | (slow ? RING_SLOW : 0));
+			(uint8_t)((failure ? RING_FAILURE : 0) | (slow ? RING_SLOW : 0));
 		b->ring_failures += failure != 0;
 		b->ring_slow += slow != 0;
 		b->ring_pos = (b->ring_pos + 1) % b->ring_len;
@@ -429,7 +428,7 @@ breaker_evaluate(struct breaker *b, int64_t now_ms, enum outcome o)
 		threshold = c->failure_threshold > 0 ? c->failure_threshold : 1;
 		if (b->consecutive_failures >= threshold)
 			breaker_set_state(b, now_ms, BREAKER_OPEN, "%d consecutive failures (%s)",
-			    b->consecutive_failures, breaker_outcome_name(o));
+					  b->consecutive_failures, breaker_outcome_name(o));
 	} else {
 		breaker_window_counts(b, now_ms, &calls, &failures, &slow);
 		if (c->mode == BREAKER_MODE_TIME)
@@ -437,19 +436,21 @@ breaker_evaluate(struct breaker *b, int64_t now_ms, enum outcome o)
 		enough = calls >= breaker_min_calls(b);
 		if (enough && breaker_rate_reached(failures, calls, c->failure_rate))
 			breaker_set_state(b, now_ms, BREAKER_OPEN,
-			    "failure rate %.2f >= %.2f over %d calls%s", (double)failures / calls,
-			    c->failure_rate, calls, span);
+					  "failure rate %.2f >= %.2f over %d calls%s",
+					  (double)failures / calls, c->failure_rate, calls, span);
 		else if (enough && c->slow_call_ms > 0 &&
-		    breaker_rate_reached(slow, calls, c->slow_call_rate))
-			breaker_set_state(b, now_ms, BREAKER_OPEN,
-			    "slow call rate %.2f >= %.2f over %d calls%s (slow > %d ms)",
-			    (double)slow / calls, c->slow_call_rate, calls, span, c->slow_call_ms);
+			 breaker_rate_reached(slow, calls, c->slow_call_rate))
+			breaker_set_state(
+				b, now_ms, BREAKER_OPEN,
+				"slow call rate %.2f >= %.2f over %d calls%s (slow > %d ms)",
+				(double)slow / calls, c->slow_call_rate, calls, span,
+				c->slow_call_ms);
 	}
 }
 
 void
 breaker_record(struct breaker *b, int64_t now_ms, enum breaker_verdict v, enum outcome o,
-    int64_t duration_ms, int is_probe)
+	       int64_t duration_ms, int is_probe)
 {
 	int slow;
 
@@ -473,10 +474,10 @@ breaker_record(struct breaker *b, int64_t now_ms, enum breaker_verdict v, enum o
 			break;
 		if (v == BREAKER_FAILURE) {
 			breaker_set_state(b, now_ms, BREAKER_OPEN, "probe failed (%s)",
-			    breaker_outcome_name(o));
+					  breaker_outcome_name(o));
 		} else if (++b->probe_successes >= breaker_probe_limit(b)) {
 			breaker_set_state(b, now_ms, BREAKER_CLOSED, "%d probe%s succeeded",
-			    b->probe_successes, b->probe_successes == 1 ? "" : "s");
+					  b->probe_successes, b->probe_successes == 1 ? "" : "s");
 		}
 		break;
 	case BREAKER_OPEN:
@@ -508,16 +509,16 @@ breaker_force(struct breaker *b, int64_t now_ms, enum breaker_force f, const cha
 	switch (f) {
 	case BREAKER_FORCE_OPEN:
 		breaker_set_state(b, now_ms, BREAKER_FORCED_OPEN, "forced open by operator%s%s",
-		    sep, reason);
+				  sep, reason);
 		break;
 	case BREAKER_FORCE_CLOSED:
 		breaker_set_state(b, now_ms, BREAKER_FORCED_CLOSED, "forced closed by operator%s%s",
-		    sep, reason);
+				  sep, reason);
 		break;
 	case BREAKER_FORCE_AUTO:
 		breaker_windows_clear(b);
 		breaker_set_state(b, now_ms, BREAKER_CLOSED, "reset to auto by operator%s%s", sep,
-		    reason);
+				  reason);
 		break;
 	}
 }

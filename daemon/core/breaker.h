@@ -121,7 +121,7 @@ int breaker_allow(struct breaker *b, int64_t now_ms, int *is_probe);
  * opened) change nothing. FORCED_CLOSED keeps counting but never opens.
  */
 void breaker_record(struct breaker *b, int64_t now_ms, enum breaker_verdict v, enum outcome o,
-    int64_t duration_ms, int is_probe);
+		    int64_t duration_ms, int is_probe);
 /*
  * A permitted attempt that produced no result: releases the probe slot; a
  * cancelled probe counts as a failure so a half-open breaker never sticks.

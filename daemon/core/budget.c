@@ -49,15 +49,17 @@ budget_caller_parse(const char *hdr, const cJSON *body_value, int64_t *out, char
 		    v->valuedouble > (double)BUDGET_MAX_MS ||
 		    v->valuedouble != (double)(int64_t)v->valuedouble) {
 			error = BUDGET_E_INVALID;
-			budget_cause(cause, "budget_ms: must be a positive integer of milliseconds");
+			budget_cause(cause,
+				     "budget_ms: must be a positive integer of milliseconds");
 		} else {
 			ms = (int64_t)v->valuedouble;
 		}
 	} else if (hdr != NULL) {
 		if (parse_int64(hdr, &ms) != 0 || ms < 1 || ms > BUDGET_MAX_MS) {
 			error = BUDGET_E_INVALID;
-			budget_cause(cause,
-			    "X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
+			budget_cause(
+				cause,
+				"X-Fusebox-Budget-Ms: must be a positive integer of milliseconds");
 		}
 	}
 	if (error == 0)
@@ -72,9 +74,9 @@ budget_clip(int configured, int64_t limit)
 }
 
 int
-budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms,
-    int first_byte_ms, int total_ms, int reserve_ms, int min_attempt_ms,
-    struct attempt_timeouts *out)
+budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms, int first_byte_ms,
+			int total_ms, int reserve_ms, int min_attempt_ms,
+			struct attempt_timeouts *out)
 {
 	int64_t avail = budget_remaining(b, now_ms) - (reserve_ms > 0 ? reserve_ms : 0);
 	int64_t total;
@@ -93,7 +95,7 @@ budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms,
 
 int
 budget_attempt_plan(const struct budget *b, int64_t now_ms, const struct budget_crowd *crowd,
-    const struct attempt_limits *lim, struct attempt_timeouts *out)
+		    const struct attempt_limits *lim, struct attempt_timeouts *out)
 {
 	int total = (int)(lim->total_ms < INT32_MAX ? lim->total_ms : INT32_MAX);
 	int reserve = BUDGET_ANSWER_RESERVE_MS;
@@ -101,13 +103,13 @@ budget_attempt_plan(const struct budget *b, int64_t now_ms, const struct budget_
 
 	if (crowd != NULL)
 		reserve += budget_crowd_extra_ms(crowd, b->deadline_ms,
-		    BUDGET_MAX_RESERVE_MS - BUDGET_ANSWER_RESERVE_MS);
+						 BUDGET_MAX_RESERVE_MS - BUDGET_ANSWER_RESERVE_MS);
 	error = budget_attempt_timeouts(b, now_ms, lim->connect_ms, lim->first_byte_ms, total,
-	    reserve, 1, out);
+					reserve, 1, out);
 	if (error != 0 && reserve > BUDGET_ANSWER_RESERVE_MS) {
 		reserve = BUDGET_ANSWER_RESERVE_MS;
 		error = budget_attempt_timeouts(b, now_ms, lim->connect_ms, lim->first_byte_ms,
-		    total, reserve, 1, out);
+						total, reserve, 1, out);
 	}
 	if (error != 0) {
 		out->connect_ms = 0;

@@ -30,7 +30,7 @@ enum budget_e {
  * deadline instead of piling up on it.
  */
 #define BUDGET_ANSWER_RESERVE_MS 10
-#define BUDGET_MAX_RESERVE_MS 50
+#define BUDGET_MAX_RESERVE_MS	 50
 /*
  * A cut-and-answer is measured from the timer to the answer rendered; its
  * write happens in the loop's next HTTP pass, on the same thread, and costs
@@ -85,8 +85,8 @@ int budget_caller_parse(const char *hdr, const cJSON *body_value, int64_t *out, 
  * would mean "none" to libcurl).
  */
 int budget_attempt_timeouts(const struct budget *b, int64_t now_ms, int connect_ms,
-    int first_byte_ms, int total_ms, int reserve_ms, int min_attempt_ms,
-    struct attempt_timeouts *out);
+			    int first_byte_ms, int total_ms, int reserve_ms, int min_attempt_ms,
+			    struct attempt_timeouts *out);
 /*
  * Token estimate of len bytes of UTF-8: ASCII ~ 4 characters per token
  * (rounded up), a CJK character (U+3000-9FFF, U+AC00-D7AF, U+F900-FAFF,
@@ -111,7 +111,7 @@ int64_t budget_dynamic_timeout(const struct timeout_cfg *tc, int64_t p_ms, int64
  * out ahead of the deadline instead of piling up on it. Counts older than
  * BUDGET_CROWD_SLOTS ms are forgotten (a slot holds its deadline).
  */
-#define BUDGET_CROWD_SLOTS 8192
+#define BUDGET_CROWD_SLOTS     8192
 #define BUDGET_CROWD_WINDOW_MS 10
 
 struct budget_crowd {
@@ -139,4 +139,4 @@ void budget_crowd_cost(struct budget_crowd *c, int64_t ns);
  * BUDGET_E_EXHAUSTED with out's timeouts 0 when not even 1 ms is left.
  */
 int budget_attempt_plan(const struct budget *b, int64_t now_ms, const struct budget_crowd *crowd,
-    const struct attempt_limits *lim, struct attempt_timeouts *out);
+			const struct attempt_limits *lim, struct attempt_timeouts *out);

@@ -19,7 +19,7 @@ struct bulkhead_waiter {
 struct bulkhead {
 	int max;
 	int inflight;
-	int high_water;	   /* largest inflight seen */
+	int high_water; /* largest inflight seen */
 	int nwaiting;
 	struct bulkhead_waiter *head, *tail;
 	uint64_t rejected; /* times bulkhead_enter() answered FULL */

@@ -25,7 +25,8 @@ canary_pick(const struct canary_guard_cfg *g, const struct canary_stat *t, int n
 	for (i = 0; i < n; i++) {
 		double rate;
 
-		if (!t[i].canary || t[i].weight <= 0 || t[i].calls < g->min_calls || t[i].calls == 0)
+		if (!t[i].canary || t[i].weight <= 0 || t[i].calls < g->min_calls ||
+		    t[i].calls == 0)
 			continue;
 		rate = (double)t[i].failures / (double)t[i].calls;
 		if (rate - base > g->max_failure_delta && rate > worst) {

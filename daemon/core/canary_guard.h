@@ -25,9 +25,9 @@ struct canary_track {
 };
 
 struct canary_stat {
-	int canary;	 /* the target is a canary */
-	int weight;	 /* its live weight */
-	int64_t calls;	 /* in the window */
+	int canary;    /* the target is a canary */
+	int weight;    /* its live weight */
+	int64_t calls; /* in the window */
 	int64_t failures;
 };
 

@@ -88,8 +88,8 @@ struct retry_cfg {
 	int base_ms;
 	double multiplier;
 	int max_ms;
-	double jitter;	  /* ± fraction; ignored when jitter_full */
-	bool jitter_full; /* "jitter": "full" → uniform(0, delay) */
+	double jitter;	   /* ± fraction; ignored when jitter_full */
+	bool jitter_full;  /* "jitter": "full" → uniform(0, delay) */
 	unsigned retry_on; /* OUTCOME_BIT() mask */
 	bool honor_retry_after;
 	double budget_ratio;
@@ -294,12 +294,12 @@ struct log_cfg {
 };
 
 struct config {
-	char *path;	/* the file loaded (absolute) */
-	char *dir;	/* its folder, for relative paths */
-	char *listen;	/* "127.0.0.1:7700" */
+	char *path;   /* the file loaded (absolute) */
+	char *dir;    /* its folder, for relative paths */
+	char *listen; /* "127.0.0.1:7700" */
 	char *listen_host;
 	int listen_port;
-	char *database; /* resolved path */
+	char *database;	   /* resolved path */
 	char *tokens_file; /* resolved path */
 	bool callers_require_token;
 	bool metrics_public;
@@ -307,8 +307,8 @@ struct config {
 	int max_inflight;
 	int idempotency_ttl_s;
 	struct log_cfg log;
-	char *alert_webhook;	 /* URL or NULL */
-	char *alertmanager_url;	 /* or NULL */
+	char *alert_webhook;	/* URL or NULL */
+	char *alertmanager_url; /* or NULL */
 	struct backend_cfg *backends;
 	int nbackends;
 	struct route_cfg *routes;

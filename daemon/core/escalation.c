@@ -23,7 +23,8 @@ escalation_set(struct escalation *x, int64_t now_ms, int level, const char *reas
 {
 	if (level == x->level)
 		return;
-	snprintf(x->last_reason, sizeof x->last_reason, "auto %d -> %d (%s)", x->level, level, reason);
+	snprintf(x->last_reason, sizeof x->last_reason, "auto %d -> %d (%s)", x->level, level,
+		 reason);
 	x->level = level;
 	x->level_since_ms = now_ms;
 	x->consecutive_vfail = 0;
@@ -106,8 +107,9 @@ escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_
 	if (x->level < 2) {
 		rate = escalation_error_rate(x, cfg, now_ms, &calls);
 		if (calls >= MAX(cfg->min_calls, 1) && rate >= cfg->error_rate) {
-			snprintf(reason, sizeof reason, "error rate %.2f >= %.2f over %d calls in %d s",
-				 rate, cfg->error_rate, calls, window_s(cfg));
+			snprintf(reason, sizeof reason,
+				 "error rate %.2f >= %.2f over %d calls in %d s", rate,
+				 cfg->error_rate, calls, window_s(cfg));
 			escalation_set(x, now_ms, 2, reason);
 		}
 	}

@@ -26,11 +26,11 @@ enum escalation_flags {
 	ESC_F_ERROR = 2,
 	ESC_F_SKIPPED = 4,
 };
-#define ESC_OK 0			     /* a model answered, validated */
+#define ESC_OK		    0				/* a model answered, validated */
 #define ESC_VALIDATION_FAIL (ESC_F_VFAIL | ESC_F_ERROR) /* invalid, and nothing better came */
-#define ESC_VFAIL_RESCUED ESC_F_VFAIL	     /* invalid at the start step, the backup answered */
-#define ESC_FAIL ESC_F_ERROR		     /* transport, breaker, budget: no model answered */
-#define ESC_SKIPPED ESC_F_SKIPPED
+#define ESC_VFAIL_RESCUED   ESC_F_VFAIL /* invalid at the start step, the backup answered */
+#define ESC_FAIL	    ESC_F_ERROR /* transport, breaker, budget: no model answered */
+#define ESC_SKIPPED	    ESC_F_SKIPPED
 
 struct escalation_bucket {
 	int64_t sec;
@@ -44,8 +44,8 @@ struct escalation {
 	int consecutive_vfail;	/* at L0 */
 	int consecutive_fail;	/* at L1 */
 	struct escalation_bucket buckets[ESCALATION_MAX_WINDOW_S];
-	uint64_t changes;	/* bumped by every level change */
-	char last_reason[128];	/* why the last change happened */
+	uint64_t changes;      /* bumped by every level change */
+	char last_reason[128]; /* why the last change happened */
 };
 
 void escalation_init(struct escalation *x, int64_t now_ms);

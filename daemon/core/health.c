@@ -86,8 +86,7 @@ health_cmp(const void *a, const void *b)
 }
 
 int64_t
-health_percentile(const struct health *h, int64_t now_ms, int window_s, double p,
-    int min_samples)
+health_percentile(const struct health *h, int64_t now_ms, int window_s, double p, int min_samples)
 {
 	int64_t v[HEALTH_RING], since = now_ms - (int64_t)window_s * 1000, q = -1;
 	int i, n = 0, rank;
@@ -116,7 +115,7 @@ health_percentile(const struct health *h, int64_t now_ms, int window_s, double p
 
 double
 health_score(const struct health *h, int64_t now_ms, int budget_ms, int inflight,
-    int max_concurrent)
+	     int max_concurrent)
 {
 	double rate = 1.0, latency = 1.0, load = 1.0, half, score, u;
 	int64_t p99;

@@ -6,8 +6,8 @@
  */
 #include <stdint.h>
 
-#define HEALTH_WINDOW_S 60
-#define HEALTH_RING 512
+#define HEALTH_WINDOW_S	 60
+#define HEALTH_RING	 512
 #define HEALTH_MIN_CALLS 5 /* below this the success rate (and p99) count as perfect */
 
 struct health_bucket {
@@ -40,13 +40,13 @@ void health_record(struct health *h, int64_t now_ms, int success, int64_t durati
  * traffic again.
  */
 double health_score(const struct health *h, int64_t now_ms, int budget_ms, int inflight,
-    int max_concurrent);
+		    int max_concurrent);
 /*
  * p-quantile (0..1, nearest rank) of successful durations recorded less
  * than window_s seconds before now_ms (among the last HEALTH_RING); -1 when
  * fewer than min_samples (or none).
  */
 int64_t health_percentile(const struct health *h, int64_t now_ms, int window_s, double p,
-    int min_samples);
+			  int min_samples);
 /* Calls and failures in the last HEALTH_WINDOW_S seconds (either may be NULL). */
 void health_counts(const struct health *h, int64_t now_ms, int *calls, int *failures);

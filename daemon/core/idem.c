@@ -16,7 +16,8 @@ struct idem {
 	int count;
 	int capacity;
 	size_t bytes;	  /* stored answers */
-	size_t max_bytes; /* done entries are evicted early beyond it (the calls table still answers) */
+	size_t max_bytes; /* done entries are evicted early beyond it (the calls table still
+			     answers) */
 };
 
 static char *

@@ -26,7 +26,7 @@ struct idem_entry {
 	int64_t expires_wall_ms;
 	int done;
 	unsigned status;
-	char *response; /* the stored answer body (done) */
+	char *response;		     /* the stored answer body (done) */
 	struct idem_waiter *waiters; /* in flight: callers waiting for the first */
 	struct idem_entry *hnext;    /* hash chain */
 	struct idem_entry *fnext;    /* FIFO */

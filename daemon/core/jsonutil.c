@@ -125,7 +125,7 @@ digits_back(char *end, uint64_t u)
 static char *
 json_short_decimal(double d, char *end)
 {
-	static const double p10[] = { 1e1, 1e2, 1e3, 1e4, 1e5, 1e6 };
+	static const double p10[] = {1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
 	double a = fabs(d), x;
 	uint64_t k;
 	char *p;

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define BACKOFF_CAP_MS 9.0e15 /* beyond any budget; keeps doubles exact in int64 */
-#define RATE_EPSILON 1e-9
+#define RATE_EPSILON   1e-9
 
 static const char *const retry_e_names[] = {
 	[0] = "ok",
@@ -149,7 +149,7 @@ static const char *const month_names[12] = {
 };
 
 static const char *const day_names[14] = {
-	"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun",
+	"Mon",	  "Tue",     "Wed",	  "Thu",      "Fri",	"Sat",	    "Sun",
 	"Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday",
 };
 
@@ -205,7 +205,7 @@ days_from_civil(int y, int m, int d)
 static int
 http_date_parse(struct scan *s, int64_t *epoch_ms)
 {
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	int64_t tod = 0;
 	int day = 0, mon = -1, year = 0, error = 0;
 
@@ -243,7 +243,7 @@ http_date_parse(struct scan *s, int64_t *epoch_ms)
 			error = scan_time(s, &tod);
 		if (error == 0)
 			error = scan_spaces(s);
-		if (error == 0 && scan_word(s, (const char *const[]){ "GMT", "UTC" }, 2) < 0)
+		if (error == 0 && scan_word(s, (const char *const[]){"GMT", "UTC"}, 2) < 0)
 			error = -EINVAL;
 	} else {
 		/* asctime */
@@ -265,8 +265,7 @@ http_date_parse(struct scan *s, int64_t *epoch_ms)
 	}
 	if (error == 0 && s->n != 0)
 		error = -EINVAL;
-	if (error == 0 && (mon < 0 || day < 1 ||
-			      day > mdays[mon] + (mon == 1 && is_leap(year))))
+	if (error == 0 && (mon < 0 || day < 1 || day > mdays[mon] + (mon == 1 && is_leap(year))))
 		error = -EINVAL;
 	if (error == 0)
 		*epoch_ms = (days_from_civil(year, mon + 1, day) * 86400 + tod) * 1000;
@@ -276,7 +275,7 @@ http_date_parse(struct scan *s, int64_t *epoch_ms)
 int
 retry_parse_retry_after(const char *value, size_t len, int64_t now_wall_ms, int64_t *out_ms)
 {
-	struct scan s = { value, value != NULL ? len : 0 };
+	struct scan s = {value, value != NULL ? len : 0};
 	int64_t secs = 0, at_ms = 0, wait;
 	int digit, error = 0;
 
@@ -309,9 +308,9 @@ retry_parse_retry_after(const char *value, size_t len, int64_t now_wall_ms, int6
 }
 
 int
-retry_decide(const struct retry_cfg *rc, enum outcome o, int retries_done,
-    int64_t retry_after_ms, int64_t remaining_ms, int min_attempt_ms, struct retry_budget *rb,
-    int64_t now_ms, struct rng *rng, int64_t *delay_ms)
+retry_decide(const struct retry_cfg *rc, enum outcome o, int retries_done, int64_t retry_after_ms,
+	     int64_t remaining_ms, int min_attempt_ms, struct retry_budget *rb, int64_t now_ms,
+	     struct rng *rng, int64_t *delay_ms)
 {
 	int64_t wait = 0;
 	int error = 0;
@@ -332,7 +331,7 @@ retry_decide(const struct retry_cfg *rc, enum outcome o, int retries_done,
 	}
 	if (error == 0 && rb != NULL) {
 		error = retry_budget_try_acquire(rb, rc->budget_ratio, rc->budget_min_per_s,
-		    now_ms);
+						 now_ms);
 	}
 	if (error == 0)
 		*delay_ms = wait;
@@ -387,8 +386,7 @@ retry_budget_record_call(struct retry_budget *rb, int64_t now_ms)
 }
 
 void
-retry_budget_counts(const struct retry_budget *rb, int64_t now_ms, int64_t *calls,
-    int64_t *retries)
+retry_budget_counts(const struct retry_budget *rb, int64_t now_ms, int64_t *calls, int64_t *retries)
 {
 	int64_t sec = budget_sec(now_ms), c = 0, r = 0;
 	int i;

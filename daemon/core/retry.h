@@ -60,8 +60,8 @@ int retry_parse_retry_after(const char *value, size_t len, int64_t now_wall_ms, 
  * 0 with *delay_ms set, or a RETRY_E_*.
  */
 int retry_decide(const struct retry_cfg *rc, enum outcome o, int retries_done,
-    int64_t retry_after_ms, int64_t remaining_ms, int min_attempt_ms, struct retry_budget *rb,
-    int64_t now_ms, struct rng *rng, int64_t *delay_ms);
+		 int64_t retry_after_ms, int64_t remaining_ms, int min_attempt_ms,
+		 struct retry_budget *rb, int64_t now_ms, struct rng *rng, int64_t *delay_ms);
 
 void retry_budget_init(struct retry_budget *rb);
 /* Count one call on the route (every call, retried or not). */
@@ -72,10 +72,10 @@ void retry_budget_record_call(struct retry_budget *rb, int64_t now_ms);
  * RETRY_E_BUDGET.
  */
 int retry_budget_try_acquire(struct retry_budget *rb, double ratio, double min_per_s,
-    int64_t now_ms);
+			     int64_t now_ms);
 /* Calls and retries counted in the last 10 s, for metrics (either may be NULL). */
 void retry_budget_counts(const struct retry_budget *rb, int64_t now_ms, int64_t *calls,
-    int64_t *retries);
+			 int64_t *retries);
 
 /* "class", "exhausted", "budget", "deadline"; "ok" for 0; NULL otherwise. */
 const char *retry_e_name(int e);

@@ -44,8 +44,8 @@ enum review_action {
 struct review_counts {
 	int pending[PRIORITY__COUNT];
 	int claimed[PRIORITY__COUNT];
-	int open;    /* pending + claimed, all priorities */
-	int overdue; /* open items past due_at at the last tick */
+	int open;	    /* pending + claimed, all priorities */
+	int overdue;	    /* open items past due_at at the last tick */
 	int alert_overdue;  /* the review_overdue alert of the route is firing */
 	int alert_overflow; /* the review_overflow alert of the route is firing */
 	int alerts_loaded;  /* the two flags were read back from the alerts table */

@@ -35,19 +35,19 @@
 #define PAIR_BITS 8192u
 
 /* Byte-pair position chains: heads per (coarser) hash, positions walked at most. */
-#define PAIR_HEADS 1024u
+#define PAIR_HEADS     1024u
 #define PAIR_CHAIN_MAX 16
 
 struct rules_input {
 	const char *orig; /* the caller's bytes */
 	size_t len;
-	char *low;	  /* ASCII-lower-cased copy, len bytes */
-	char *cstr;	  /* NUL-terminated copy of orig, made on demand; NULL until then */
-	char *heap_low;	  /* owned when the input is larger than the stack buffers */
+	char *low;	/* ASCII-lower-cased copy, len bytes */
+	char *cstr;	/* NUL-terminated copy of orig, made on demand; NULL until then */
+	char *heap_low; /* owned when the input is larger than the stack buffers */
 	char *heap_cstr;
 	bool chained;			  /* head and next are built (len <= RULES_STACK_BYTES) */
 	uint64_t bytes[4];		  /* which byte values occur in low */
-	uint64_t pairs[PAIR_BITS / 64]; /* which (hashed) byte pairs occur in low */
+	uint64_t pairs[PAIR_BITS / 64];	  /* which (hashed) byte pairs occur in low */
 	uint16_t head[PAIR_HEADS];	  /* 1 + a position of a pair with this hash, 0: none */
 	uint16_t next[RULES_STACK_BYTES]; /* 1 + the next position with the same hash, 0: end */
 };

@@ -36,8 +36,9 @@ static const struct vtype_name {
 	const char *name;
 	unsigned bit;
 } vtype_names[] = {
-	{"object", VT_OBJECT}, {"string", VT_STRING},	{"number", VT_NUMBER}, {"integer", VT_INTEGER},
-	{"boolean", VT_BOOLEAN}, {"array", VT_ARRAY}, {"null", VT_NULL},
+	{"object", VT_OBJECT},	 {"string", VT_STRING},	  {"number", VT_NUMBER},
+	{"integer", VT_INTEGER}, {"boolean", VT_BOOLEAN}, {"array", VT_ARRAY},
+	{"null", VT_NULL},
 };
 
 struct vschema {
@@ -252,10 +253,12 @@ kw_type(struct vschema *s, const cJSON *v, struct path *p, char **cause)
 		goto out;
 	}
 	if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) == 0) {
-		r = compile_error(cause, p, "must be a type name or a non-empty array of type names");
+		r = compile_error(cause, p,
+				  "must be a type name or a non-empty array of type names");
 		goto out;
 	}
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		old = path_push_index(p, i++);
 		if (!cJSON_IsString(e))
 			r = compile_error(cause, p, "must be a string");
@@ -283,7 +286,8 @@ kw_required(struct vschema *s, const cJSON *v, struct path *p, char **cause)
 		goto out;
 	}
 	s->required = xcalloc((size_t)cJSON_GetArraySize(v) + 1, sizeof *s->required);
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		if (!cJSON_IsString(e)) {
 			old = path_push_index(p, s->nrequired);
 			r = compile_error(cause, p, "must be a string");
@@ -309,7 +313,8 @@ kw_properties(struct vschema *s, const cJSON *v, struct path *p, char **cause)
 		goto out;
 	}
 	s->props = xcalloc((size_t)cJSON_GetArraySize(v) + 1, sizeof *s->props);
-	cJSON_ArrayForEach(m, v) {
+	cJSON_ArrayForEach(m, v)
+	{
 		vp = &s->props[s->nprops++];
 		vp->name = xstrdup(m->string);
 		old = path_push_key(p, m->string);
@@ -468,7 +473,8 @@ schema_compile_node(const cJSON *j, struct path *p, struct vschema **out, char *
 	s = xcalloc(1, sizeof *s);
 	s->min_length = -1;
 	s->max_length = -1;
-	cJSON_ArrayForEach(m, j) {
+	cJSON_ArrayForEach(m, j)
+	{
 		old = path_push_key(p, m->string);
 		for (k = 0; k < ARRAY_SIZE(schema_keywords); k++) {
 			if (strcmp(schema_keywords[k].name, m->string) == 0)
@@ -487,7 +493,8 @@ schema_compile_node(const cJSON *j, struct path *p, struct vschema **out, char *
 	}
 	if (s->has_minimum && s->has_maximum && s->minimum > s->maximum) {
 		old = path_push_key(p, "minimum");
-		r = compile_error(cause, p, "greater than maximum (%g > %g)", s->minimum, s->maximum);
+		r = compile_error(cause, p, "greater than maximum (%g > %g)", s->minimum,
+				  s->maximum);
 		path_pop(p, old);
 		goto out;
 	}
@@ -608,7 +615,8 @@ types_describe(unsigned types, char *buf, size_t n)
 	for (i = 0; i < ARRAY_SIZE(vtype_names); i++) {
 		if (!(types & vtype_names[i].bit))
 			continue;
-		k = snprintf(buf + len, n - len, "%s%s", len > 0 ? " or " : "", vtype_names[i].name);
+		k = snprintf(buf + len, n - len, "%s%s", len > 0 ? " or " : "",
+			     vtype_names[i].name);
 		if (k < 0 || (size_t)k >= n - len)
 			break;
 		len += (size_t)k;
@@ -668,7 +676,8 @@ schema_check_object(const cJSON *v, const struct vschema *s, struct path *fp,
 			goto out;
 	}
 	if (s->no_additional) {
-		cJSON_ArrayForEach(m, v) {
+		cJSON_ArrayForEach(m, v)
+		{
 			if (schema_prop_find(s, m->string, false) != NULL)
 				continue;
 			old = path_push_key(fp, m->string);
@@ -737,7 +746,8 @@ schema_check_node(const cJSON *v, const struct vschema *s, struct path *fp,
 		goto out;
 	}
 	if (s->enumv != NULL) {
-		cJSON_ArrayForEach(e, s->enumv) {
+		cJSON_ArrayForEach(e, s->enumv)
+		{
 			if (cJSON_Compare(v, e, 1))
 				break;
 		}
@@ -763,7 +773,8 @@ schema_check_node(const cJSON *v, const struct vschema *s, struct path *fp,
 	} else if (cJSON_IsObject(v)) {
 		r = schema_check_object(v, s, fp, res);
 	} else if (cJSON_IsArray(v) && s->items != NULL) {
-		cJSON_ArrayForEach(e, v) {
+		cJSON_ArrayForEach(e, v)
+		{
 			old = path_push_index(fp, i++);
 			r = schema_check_node(e, s->items, fp, res);
 			path_pop(fp, old);
@@ -774,7 +785,6 @@ schema_check_node(const cJSON *v, const struct vschema *s, struct path *fp,
 out:
 	return r;
 }
-
 
 int
 schema_check(const cJSON *v, const struct vschema *s, struct schema_result *res)

@@ -185,7 +185,8 @@ normalise(cJSON *v, const struct vschema *s)
 			vp = schema_prop_find(s, m->string, false);
 			if (vp == NULL) {
 				vp = schema_prop_find(s, m->string, true);
-				if (vp != NULL && cJSON_GetObjectItemCaseSensitive(v, vp->name) != NULL) {
+				if (vp != NULL &&
+				    cJSON_GetObjectItemCaseSensitive(v, vp->name) != NULL) {
 					/* The exact spelling (or an earlier drifted one) wins. */
 					cJSON_Delete(cJSON_DetachItemViaPointer(v, m));
 					continue;
@@ -197,8 +198,7 @@ normalise(cJSON *v, const struct vschema *s)
 				normalise(m, vp->schema);
 		}
 	} else if (cJSON_IsArray(v) && schema_items(s) != NULL) {
-		cJSON_ArrayForEach(m, v)
-			normalise(m, schema_items(s));
+		cJSON_ArrayForEach(m, v) normalise(m, schema_items(s));
 	}
 }
 
@@ -220,7 +220,8 @@ field_lookup(const cJSON *obj, const char *path)
 		dot = strchr(seg, '.');
 		n = dot != NULL ? (size_t)(dot - seg) : strlen(seg);
 		for (m = cur->child; m != NULL; m = m->next) {
-			if (m->string != NULL && strncmp(m->string, seg, n) == 0 && m->string[n] == '\0')
+			if (m->string != NULL && strncmp(m->string, seg, n) == 0 &&
+			    m->string[n] == '\0')
 				break;
 		}
 		if (m == NULL || dot == NULL || !cJSON_IsObject(m))
@@ -252,7 +253,8 @@ pattern_hit(const cJSON *v, const regex_t *re)
 		if (regexec(re, v->valuestring, 0, NULL, 0) == 0)
 			hit = v;
 	} else if (cJSON_IsArray(v)) {
-		cJSON_ArrayForEach(e, v) {
+		cJSON_ArrayForEach(e, v)
+		{
 			if (cJSON_IsString(e) && regexec(re, e->valuestring, 0, NULL, 0) == 0) {
 				hit = e;
 				break;

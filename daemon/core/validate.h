@@ -28,14 +28,14 @@ enum validate_e {
 };
 
 struct validate_result {
-	cJSON *result;	     /* normalised object on success (caller deletes via validate_result_clear) */
+	cJSON *result; /* normalised object on success (caller deletes via validate_result_clear) */
 	bool has_confidence; /* the confidence field was present and numeric */
 	double confidence;
-	bool review;	     /* accepted, but confidence < review_below */
-	int stage;	     /* enum validate_e on failure, 0 on success */
-	char rule[64];	     /* e.g. "enum", "required", "deny", "rules[0]", "reject_below" */
-	char field[64];	     /* the field concerned, "" when none */
-	char detail[256];    /* short human detail, e.g. "intent: \"banana\" not in enum" */
+	bool review;	  /* accepted, but confidence < review_below */
+	int stage;	  /* enum validate_e on failure, 0 on success */
+	char rule[64];	  /* e.g. "enum", "required", "deny", "rules[0]", "reject_below" */
+	char field[64];	  /* the field concerned, "" when none */
+	char detail[256]; /* short human detail, e.g. "intent: \"banana\" not in enum" */
 };
 
 /*

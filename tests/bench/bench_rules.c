@@ -21,7 +21,7 @@
 #include "rules.h"
 #include "util.h"
 
-#define NRULES 100
+#define NRULES	  100
 #define NKEYWORDS 3
 
 static const char input_en[] =
@@ -30,51 +30,60 @@ static const char input_en[] =
 	"page shows nothing new since Monday.";
 
 static const char *const words_en[] = {
-	"refund",     "money back", "cancel",	  "invoice",	  "broken",	 "damaged",
-	"exchange",   "coupon",	    "discount",	  "password",	  "login",	 "account",
-	"payment",    "charged",    "twice",	  "warranty",	  "repair",	 "replace",
-	"receipt",    "subscribe",  "complain",	  "manager",	  "rude",	 "scam",
-	"fraud",      "stolen",	    "phone number", "wrong size",  "too small",	 "too big",
-	"color",      "missing",    "leaking",	  "smell",	  "expired",	 "allergy",
-	"voucher",    "gift card",  "loyalty",	  "points",	  "unsubscribe", "spam",
-	"privacy",    "delete my",  "gdpr",	  "lawyer",	  "court",	 "police",
-	"credit card", "paypal",    "bank",	  "chargeback",	  "duplicate",	 "overcharged",
-	"price match", "cheaper",   "promo",	  "free shipping", "customs",	 "tax",
-	"vat",	      "business",   "wholesale",  "bulk",	  "partner",	 "affiliate",
-	"job",	      "career",	    "hiring",	  "press",	  "feedback",	 "suggestion",
-	"compliment", "great job",  "awesome",	  "love it",	  "hate",	 "terrible",
-	"worst",      "never again", "disappointed", "angry",	  "upset",	 "furious",
-	"speak to",   "supervisor", "escalate",	  "urgent",	  "asap",	 "immediately",
-	"broken link", "app crash", "error code", "bug",	  "freeze",	 "slow",
-	"battery",    "charger",    "cable",	  "screen",
+	"refund",      "money back",  "cancel",	      "invoice",       "broken",      "damaged",
+	"exchange",    "coupon",      "discount",     "password",      "login",	      "account",
+	"payment",     "charged",     "twice",	      "warranty",      "repair",      "replace",
+	"receipt",     "subscribe",   "complain",     "manager",       "rude",	      "scam",
+	"fraud",       "stolen",      "phone number", "wrong size",    "too small",   "too big",
+	"color",       "missing",     "leaking",      "smell",	       "expired",     "allergy",
+	"voucher",     "gift card",   "loyalty",      "points",	       "unsubscribe", "spam",
+	"privacy",     "delete my",   "gdpr",	      "lawyer",	       "court",	      "police",
+	"credit card", "paypal",      "bank",	      "chargeback",    "duplicate",   "overcharged",
+	"price match", "cheaper",     "promo",	      "free shipping", "customs",     "tax",
+	"vat",	       "business",    "wholesale",    "bulk",	       "partner",     "affiliate",
+	"job",	       "career",      "hiring",	      "press",	       "feedback",    "suggestion",
+	"compliment",  "great job",   "awesome",      "love it",       "hate",	      "terrible",
+	"worst",       "never again", "disappointed", "angry",	       "upset",	      "furious",
+	"speak to",    "supervisor",  "escalate",     "urgent",	       "asap",	      "immediately",
+	"broken link", "app crash",   "error code",   "bug",	       "freeze",      "slow",
+	"battery",     "charger",     "cable",	      "screen",
 };
 
 /* Pieces of the input rearranged: their byte pairs occur in the input, the strings do not. */
 static const char *const words_near[] = {
-	"the order has",  "shoes arrived",  "week and tell", "status of me",  "come the",
-	"check order",	  "pair of week",   "tracking shoes", "delivery yet",  "monday the",
-	"nothing since",  "last order",	    "hello week",     "could tell",    "when it come",
-	"page arrived",	  "new order",	    "shows the",      "thanks monday", "of shoes week",
+	"the order has", "shoes arrived", "week and tell",  "status of me",  "come the",
+	"check order",	 "pair of week",  "tracking shoes", "delivery yet",  "monday the",
+	"nothing since", "last order",	  "hello week",	    "could tell",    "when it come",
+	"page arrived",	 "new order",	  "shows the",	    "thanks monday", "of shoes week",
 };
 
 static const char input_cjk[] =
-	"您好，我上周在你们的店里买了一双运动鞋，到现在还没有收到货。物流信息从周一开始就一直没有更新，"
-	"订单号是四五二一。请帮我查一下现在的配送状态，告诉我大概什么时候能送到。如果实在找不到包裹，"
+	"您好，我上周在你们的店里买了一双运动鞋，到现在还没有收到货。物流信息从周一开始就一直没有更"
+	"新，"
+	"订单号是四五二一。请帮我查一下现在的配送状态，告诉我大概什么时候能送到。如果实在找不到包裹"
+	"，"
 	"我希望能重新发货或者给我一个明确的处理方案。另外我想问一下，你们的会员积分是怎么计算的，"
 	"之前的订单有没有积分，积分能不能用来抵扣运费。"
 	"谢谢，期待你们的回复，祝工作顺利，生活愉快，身体健康，万事如意，下次再聊，再见了";
 
 static const char *const words_cjk[] = {
-	"退款", "退货", "投诉", "发票", "损坏", "破损", "换货", "优惠券", "折扣", "密码",
-	"登录", "账户", "付款", "扣款", "保修", "维修", "更换", "收据", "订阅", "经理",
-	"态度", "诈骗", "欺诈", "被盗", "尺码", "太小", "太大", "颜色", "漏水", "过期",
-	"过敏", "礼品卡", "取消", "隐私", "删除", "律师", "法院", "报警", "信用卡", "银行",
+	"退款", "退货",	  "投诉", "发票", "损坏", "破损", "换货", "优惠券", "折扣",   "密码",
+	"登录", "账户",	  "付款", "扣款", "保修", "维修", "更换", "收据",   "订阅",   "经理",
+	"态度", "诈骗",	  "欺诈", "被盗", "尺码", "太小", "太大", "颜色",   "漏水",   "过期",
+	"过敏", "礼品卡", "取消", "隐私", "删除", "律师", "法院", "报警",   "信用卡", "银行",
 };
 
 static const char *const regexes[] = {
-	"refund|money back",	   "cancel(led|ation)?",  "invoice [0-9]+",	 "(broken|damaged) item",
-	"^urgent",		   "password reset",	   "charged (twice|two times)", "wrong (size|color)",
-	"[A-Z]{3}-[0-9]{6}",	   "speak to (a|the) manager",
+	"refund|money back",
+	"cancel(led|ation)?",
+	"invoice [0-9]+",
+	"(broken|damaged) item",
+	"^urgent",
+	"password reset",
+	"charged (twice|two times)",
+	"wrong (size|color)",
+	"[A-Z]{3}-[0-9]{6}",
+	"speak to (a|the) manager",
 };
 
 static struct rules_cfg rc;
@@ -95,7 +104,8 @@ rules_build(const char *const *words, size_t nwords, int nregex)
 		m->result = cJSON_Parse("{\"intent\": \"x\"}");
 		m->confidence = 0.6;
 		if (i >= NRULES - nregex) {
-			m->regex = xstrdup(regexes[(i - (NRULES - nregex)) % (int)ARRAY_SIZE(regexes)]);
+			m->regex = xstrdup(
+				regexes[(i - (NRULES - nregex)) % (int)ARRAY_SIZE(regexes)]);
 			if (regcomp(&m->re, m->regex, REG_EXTENDED | REG_NOSUB) != 0)
 				abort();
 			continue;

@@ -19,8 +19,8 @@
 
 #include "store.h"
 
-#define BENCH_QUEUE_CAP		65536
-#define BENCH_COMMITS		200
+#define BENCH_QUEUE_CAP 65536
+#define BENCH_COMMITS	200
 
 struct bench_producer {
 	struct store *st;
@@ -41,10 +41,11 @@ bench_now_us(void)
 static void *
 bench_produce(void *arg)
 {
-	static const char raw[] = "{\"label\":\"positive\",\"confidence\":0.93,"
-	    "\"reasons\":[\"the customer thanks the agent\",\"no complaint\"]}";
+	static const char raw[] =
+		"{\"label\":\"positive\",\"confidence\":0.93,"
+		"\"reasons\":[\"the customer thanks the agent\",\"no complaint\"]}";
 	struct bench_producer *p = arg;
-	struct timespec pause = { 0, 100 * 1000 };
+	struct timespec pause = {0, 100 * 1000};
 	struct store_val v[17];
 	char reqid[32];
 	int64_t i, id;
@@ -70,8 +71,7 @@ bench_produce(void *arg)
 		v[14] = SVI(512);
 		v[15] = SVI(48);
 		v[16] = SVT(raw);
-		while ((rc = store_put(p->st, STORE_ATTEMPT_INSERT, v, 17)) ==
-		    STORE_E_FULL) {
+		while ((rc = store_put(p->st, STORE_ATTEMPT_INSERT, v, 17)) == STORE_E_FULL) {
 			p->refused++;
 			nanosleep(&pause, NULL);
 		}
@@ -90,8 +90,8 @@ bench_cpu_us(void)
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
-	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
-	    ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+	return ((int64_t)ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 + ru.ru_utime.tv_usec +
+	       ru.ru_stime.tv_usec;
 }
 
 static int
@@ -125,14 +125,13 @@ main(int argc, char **argv)
 		base = argv[3];
 	if (rows < 1 || nthreads < 1 || nthreads > 64) {
 		fprintf(stderr, "usage: bench_store [rows [threads(1..64) "
-		    "[dir]]]\n");
+				"[dir]]]\n");
 		status = 2;
 		goto out;
 	}
 	snprintf(tmpl, sizeof(tmpl), "%s/bench_store.XXXXXX", base);
 	if (mkdtemp(tmpl) == NULL) {
-		fprintf(stderr, "bench_store: mkdtemp %s: %s\n", tmpl,
-		    strerror(errno));
+		fprintf(stderr, "bench_store: mkdtemp %s: %s\n", tmpl, strerror(errno));
 		goto out;
 	}
 	made_dir = 1;
@@ -161,20 +160,17 @@ main(int argc, char **argv)
 	t1 = bench_now_us();
 	c1 = bench_cpu_us();
 	store_get_stats(st, &stats);
-	printf("attempt rows:     %" PRId64 " from %d producer thread(s)\n",
-	    rows, nthreads);
+	printf("attempt rows:     %" PRId64 " from %d producer thread(s)\n", rows, nthreads);
 	printf("elapsed:          %.3f s\n", (double)(t1 - t0) / 1e6);
-	printf("throughput:       %.0f rows/s\n",
-	    (double)rows * 1e6 / (double)(t1 - t0));
+	printf("throughput:       %.0f rows/s\n", (double)rows * 1e6 / (double)(t1 - t0));
 	printf("cpu:              %.3f s (user+sys, all threads): %.0f rows "
-	    "per CPU-second\n", (double)(c1 - c0) / 1e6,
-	    (double)rows * 1e6 / (double)(c1 - c0));
+	       "per CPU-second\n",
+	       (double)(c1 - c0) / 1e6, (double)rows * 1e6 / (double)(c1 - c0));
 	printf("batches:          %" PRIu64 " (max %" PRIu64 " rows, "
-	    "avg %.0f)\n", stats.batches, stats.max_batch_rows,
-	    stats.batches ? (double)stats.rows_written /
-	    (double)stats.batches : 0.0);
-	printf("queue-full waits: %" PRIu64 ", row errors %" PRIu64 "\n",
-	    refused, stats.errors);
+	       "avg %.0f)\n",
+	       stats.batches, stats.max_batch_rows,
+	       stats.batches ? (double)stats.rows_written / (double)stats.batches : 0.0);
+	printf("queue-full waits: %" PRIu64 ", row errors %" PRIu64 "\n", refused, stats.errors);
 
 	for (i = 0; i < BENCH_COMMITS; i++) {
 		snprintf(reqid, sizeof(reqid), "job-%d", i);
@@ -186,7 +182,7 @@ main(int argc, char **argv)
 		jv[5] = SVI(1767225600000);
 		jv[6] = SVI(0);
 		jv[7] = SVN;
-		op = (struct store_op){ STORE_JOB_INSERT, jv, 8 };
+		op = (struct store_op){STORE_JOB_INSERT, jv, 8};
 		t0 = bench_now_us();
 		rc = store_commit_now(st, &op, 1, NULL, &cause);
 		lat[i] = bench_now_us() - t0;
@@ -197,8 +193,9 @@ main(int argc, char **argv)
 	}
 	qsort(lat, BENCH_COMMITS, sizeof(lat[0]), bench_cmp);
 	printf("commit_now:       p50 %.2f ms, p99 %.2f ms (synchronous=FULL, "
-	    "%d commits)\n", (double)lat[BENCH_COMMITS / 2] / 1000.0,
-	    (double)lat[BENCH_COMMITS * 99 / 100] / 1000.0, BENCH_COMMITS);
+	       "%d commits)\n",
+	       (double)lat[BENCH_COMMITS / 2] / 1000.0,
+	       (double)lat[BENCH_COMMITS * 99 / 100] / 1000.0, BENCH_COMMITS);
 
 	status = 0;
 out:

@@ -16,8 +16,9 @@
 
 #define SCHEMA                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\",\"confidence\"],"    \
-	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","     \
-	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}," \
+	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","      \
+	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}" \
+	"}},"                                                                                      \
 	"\"review_below\":0.0}"
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
@@ -31,10 +32,11 @@ config_one(const char *backend_extra, const char *route_extra)
 	char *s = NULL;
 
 	if (asprintf(&s,
-		     HEAD "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","
+		     HEAD "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/"
+			  "completions\","
 			  "\"model\":\"m\"%s%s}],"
-			  "\"routes\":[{\"name\":\"intent\",\"targets\":[{\"backend\":\"primary\",\"weight\":1}],"
-			  SCHEMA "," RULES "%s%s}]}",
+			  "\"routes\":[{\"name\":\"intent\",\"targets\":[{\"backend\":\"primary\","
+			  "\"weight\":1}]," SCHEMA "," RULES "%s%s}]}",
 		     backend_extra[0] ? "," : "", backend_extra, route_extra[0] ? "," : "",
 		     route_extra) < 0)
 		abort();
@@ -108,13 +110,14 @@ tally(struct http_resp *rs, int n, const char *reason, int *llm, int *fell)
 
 /* ---- intent fast path (CONFIG.md reference scenario 1) ---- */
 
-#define FAST_BACKEND                                                                                \
+#define FAST_BACKEND                                                                               \
 	"\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":6000,\"total_ms\":6000},"             \
-	"\"breaker\":{\"mode\":\"consecutive\",\"failure_threshold\":3,\"open_ms\":1500,"         \
+	"\"breaker\":{\"mode\":\"consecutive\",\"failure_threshold\":3,\"open_ms\":1500,"          \
 	"\"half_open_probes\":1}"
-#define FAST_ROUTE                                                                                  \
+#define FAST_ROUTE                                                                                 \
 	"\"budget_ms\":6000,\"retry\":{\"max_retries\":1,\"backoff\":\"none\",\"retry_on\":"       \
-	"[\"connect_error\",\"reset\",\"http_5xx\",\"http_429\",\"first_byte_timeout\",\"total_timeout\"]}"
+	"[\"connect_error\",\"reset\",\"http_5xx\",\"http_429\",\"first_byte_timeout\",\"total_"   \
+	"timeout\"]}"
 
 START_TEST(fast_path_normal_answer)
 {
@@ -140,8 +143,8 @@ START_TEST(fast_path_normal_answer)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ms = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 		ck_assert_int_eq(sscanf(itd_str(o, "request_id"), "fb-%8llx-%4llx-", &hi, &lo), 2);
-		ck_assert_msg(llabs((long long)((hi << 16) | lo) - ms) < 10000, "request_id %s, now %lld",
-			      itd_str(o, "request_id"), ms);
+		ck_assert_msg(llabs((long long)((hi << 16) | lo) - ms) < 10000,
+			      "request_id %s, now %lld", itd_str(o, "request_id"), ms);
 	}
 	cJSON_Delete(o);
 }
@@ -169,8 +172,8 @@ START_TEST(many_request_headers)
 	hdrs[40] = names[40];
 	hdrs[41] = NULL;
 	snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-	ck_assert_int_eq(http_do("POST", url, "{\"input\":\"I want my money back\"}", hdrs, 10000, &r),
-			 0);
+	ck_assert_int_eq(
+		http_do("POST", url, "{\"input\":\"I want my money back\"}", hdrs, 10000, &r), 0);
 	ck_assert_msg(r.status == 200, "status %ld: %s", r.status, r.body);
 	ck_assert_ptr_nonnull(strcasestr(r.headers, "X-Request-ID: many-hdrs-1\r\n"));
 	o = itd_json(&r);
@@ -228,9 +231,14 @@ START_TEST(breaker_opens_after_three_then_probe_closes)
 	cJSON_Delete(o);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 5);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'closed -> open%'"), 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'open -> half_open%'"), 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'half_open -> closed%'"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'closed -> open%'"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'open -> half_open%'"),
+		1);
+	ck_assert_int_eq(
+		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'half_open -> closed%'"),
+		1);
 }
 END_TEST
 
@@ -243,17 +251,17 @@ struct retry_case {
 };
 
 static const struct retry_case retry_cases[] = {
-	{ "{\"status\":500}", 2, "http_5xx" },
-	{ "{\"status\":503}", 2, "http_5xx" },
-	{ "{\"status\":429}", 2, "http_429" },
-	{ "{\"status\":400}", 1, "http_4xx" },
-	{ "{\"status\":401}", 1, "http_4xx" },
-	{ "{\"reset\":true}", 2, "reset" },
-	{ "{\"preset\":\"wrong_enum\"}", 1, "validation_schema" },
-	{ "{\"preset\":\"empty\"}", 1, "validation_format" },
-	{ "{\"preset\":\"truncated\"}", 1, "validation_format" },
-	{ "{\"body\":\"not json at all\"}", 1, "invalid_response" },
-	{ "{\"content_type\":\"text/html\"}", 1, "invalid_response" },
+	{"{\"status\":500}", 2, "http_5xx"},
+	{"{\"status\":503}", 2, "http_5xx"},
+	{"{\"status\":429}", 2, "http_429"},
+	{"{\"status\":400}", 1, "http_4xx"},
+	{"{\"status\":401}", 1, "http_4xx"},
+	{"{\"reset\":true}", 2, "reset"},
+	{"{\"preset\":\"wrong_enum\"}", 1, "validation_schema"},
+	{"{\"preset\":\"empty\"}", 1, "validation_format"},
+	{"{\"preset\":\"truncated\"}", 1, "validation_format"},
+	{"{\"body\":\"not json at all\"}", 1, "invalid_response"},
+	{"{\"content_type\":\"text/html\"}", 1, "invalid_response"},
 };
 
 START_TEST(retry_class_table)
@@ -284,10 +292,12 @@ START_TEST(connect_refused_is_retried_and_logged)
 	char *cfg;
 	int r;
 
-	cfg = strdup(HEAD "\"backends\":[{\"name\":\"dead\",\"url\":\"http://127.0.0.1:9/v1/chat/completions\","
-		     "\"model\":\"m\",\"breaker\":{\"failure_threshold\":100}}],"
-		     "\"routes\":[{\"name\":\"intent\",\"targets\":[{\"backend\":\"dead\",\"weight\":1}],"
-		     "\"retry\":{\"max_retries\":2}," SCHEMA "," RULES "}]}");
+	cfg = strdup(HEAD "\"backends\":[{\"name\":\"dead\",\"url\":\"http://127.0.0.1:9/v1/chat/"
+			  "completions\","
+			  "\"model\":\"m\",\"breaker\":{\"failure_threshold\":100}}],"
+			  "\"routes\":[{\"name\":\"intent\",\"targets\":[{\"backend\":\"dead\","
+			  "\"weight\":1}],"
+			  "\"retry\":{\"max_retries\":2}," SCHEMA "," RULES "}]}");
 	r = itd_start(&T, cfg);
 	free(cfg);
 	ck_assert_int_eq(r, 0);
@@ -298,7 +308,8 @@ START_TEST(connect_refused_is_retried_and_logged)
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "attempts WHERE outcome='connect_error'"), 3);
 	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='primary' AND to_step='rules' "
-				       "AND reason='connect_error'"), 1);
+				       "AND reason='connect_error'"),
+			 1);
 }
 END_TEST
 
@@ -340,7 +351,8 @@ START_TEST(retry_after_that_fits_is_honoured)
 	start("\"breaker\":{\"failure_threshold\":100}",
 	      "\"budget_ms\":4000,\"retry\":{\"max_retries\":1,\"backoff\":\"none\"}");
 	ck_assert_int_eq(mock_set(&T.mock, "primary",
-				  "{\"script\":[{\"status\":429,\"retry_after\":\"1\"}]}"), 0);
+				  "{\"script\":[{\"status\":429,\"retry_after\":\"1\"}]}"),
+			 0);
 	o = call("{\"input\":\"refund\"}", 200, NULL);
 	assert_source(o, "llm", NULL);
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 2);
@@ -359,7 +371,8 @@ START_TEST(retry_after_that_does_not_fit_falls_at_once)
 
 	start("\"breaker\":{\"failure_threshold\":100}",
 	      "\"budget_ms\":3000,\"retry\":{\"max_retries\":3,\"backoff\":\"none\"}");
-	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":429,\"retry_after\":\"10\"}"), 0);
+	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":429,\"retry_after\":\"10\"}"),
+			 0);
 	o = call("{\"input\":\"refund\"}", 200, &el);
 	assert_source(o, "rules", "http_429");
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 1);
@@ -456,11 +469,12 @@ START_TEST(bulkhead_caps_concurrency_at_the_mock)
 	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\"}", N, 5000, rs), 0);
 	tally(rs, N, "bulkhead_full", &llm, &full);
 	st = mock_stats(&T.mock);
-	ck_assert_int_le((int)cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								      "primary"),
-						  "max_inflight")
-				 ->valuedouble,
-			 3);
+	ck_assert_int_le(
+		(int)cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "primary"),
+			"max_inflight")
+			->valuedouble,
+		3);
 	cJSON_Delete(st);
 	ck_assert_int_eq(llm + full, N);
 	ck_assert_int_ge(llm, 3);
@@ -487,11 +501,12 @@ START_TEST(bulkhead_queue_waits_for_a_slot)
 	}
 	ck_assert_int_eq(llm, N);
 	st = mock_stats(&T.mock);
-	ck_assert_int_eq((int)cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								      "primary"),
-						  "max_inflight")
-				 ->valuedouble,
-			 1);
+	ck_assert_int_eq(
+		(int)cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "primary"),
+			"max_inflight")
+			->valuedouble,
+		1);
 	cJSON_Delete(st);
 }
 END_TEST
@@ -583,7 +598,8 @@ START_TEST(idempotent_replay_and_single_flight)
 		struct http_resp r;
 		cJSON *o;
 
-		ck_assert_int_eq(itd_req(&T, "GET", "/v1/requests/same-1", NULL, NULL, 2000, &r), 0);
+		ck_assert_int_eq(itd_req(&T, "GET", "/v1/requests/same-1", NULL, NULL, 2000, &r),
+				 0);
 		ck_assert_int_eq(r.status, 200);
 		o = itd_json(&r);
 		ck_assert_str_eq(itd_str(o, "status"), "done");
@@ -604,7 +620,7 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	cJSON *st, *h;
 	const char *maxwait;
 	struct http_resp r;
-	const char *hdrs[] = { "X-Fusebox-Budget-Ms: 2500", "X-Request-ID: hdr-7", NULL };
+	const char *hdrs[] = {"X-Fusebox-Budget-Ms: 2500", "X-Request-ID: hdr-7", NULL};
 	char url[128], *v;
 
 	setenv("FB_TEST_UPSTREAM_KEY", "sk-test-4711", 1);
@@ -627,10 +643,11 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	free(v);
 	http_resp_free(&r);
 	st = mock_stats(&T.mock);
-	h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								      "primary"),
-						  "last_request"),
-				"headers");
+	h = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "primary"),
+			"last_request"),
+		"headers");
 	ck_assert_str_eq(itd_str(h, "x-request-id"), "hdr-7");
 	ck_assert_str_eq(itd_str(h, "x-fusebox-attempt"), "1");
 	ck_assert_str_eq(itd_str(h, "x-extra"), "yes");
@@ -652,16 +669,16 @@ START_TEST(bad_requests_name_the_field)
 		const char *body;
 		const char *field;
 	} cases[] = {
-		{ "not json", "body" },
-		{ "{}", "input" },
-		{ "{\"input\":5}", "input" },
-		{ "{\"input\":\"x\",\"budget_ms\":-1}", "budget_ms" },
-		{ "{\"input\":\"x\",\"budget_ms\":\"5\"}", "budget_ms" },
-		{ "{\"input\":\"x\",\"allow_llm\":\"no\"}", "allow_llm" },
-		{ "{\"input\":\"x\",\"request_id\":7}", "request_id" },
-		{ "{\"input\":\"x\",\"mode\":\"later\"}", "mode" },
-		{ "{\"messages\":[{\"role\":1}]}", "messages[0]" },
-		{ "{\"input\":\"x\",\"callback_url\":\"ftp://x\"}", "callback_url" },
+		{"not json", "body"},
+		{"{}", "input"},
+		{"{\"input\":5}", "input"},
+		{"{\"input\":\"x\",\"budget_ms\":-1}", "budget_ms"},
+		{"{\"input\":\"x\",\"budget_ms\":\"5\"}", "budget_ms"},
+		{"{\"input\":\"x\",\"allow_llm\":\"no\"}", "allow_llm"},
+		{"{\"input\":\"x\",\"request_id\":7}", "request_id"},
+		{"{\"input\":\"x\",\"mode\":\"later\"}", "mode"},
+		{"{\"messages\":[{\"role\":1}]}", "messages[0]"},
+		{"{\"input\":\"x\",\"callback_url\":\"ftp://x\"}", "callback_url"},
 	};
 	struct http_resp r;
 	size_t i;
@@ -670,7 +687,8 @@ START_TEST(bad_requests_name_the_field)
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		ck_assert_int_eq(itd_call(&T, "intent", cases[i].body, 2000, &r), 0);
 		ck_assert_int_eq(r.status, 400);
-		ck_assert_msg(strstr(r.body, cases[i].field) != NULL, "%s: %s", cases[i].body, r.body);
+		ck_assert_msg(strstr(r.body, cases[i].field) != NULL, "%s: %s", cases[i].body,
+			      r.body);
 		http_resp_free(&r);
 	}
 	ck_assert_int_eq(itd_call(&T, "nope", "{\"input\":\"x\"}", 2000, &r), 0);
@@ -714,8 +732,10 @@ START_TEST(silent_resend_on_dead_keepalive_is_logged)
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 3);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "attempts"), 3);
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE call_id = (SELECT max(call_id) FROM attempts) "
-				       "AND outcome = 'reset' AND attempt_no = 1"), 1);
+	ck_assert_int_eq(itd_count(&T,
+				   "attempts WHERE call_id = (SELECT max(call_id) FROM attempts) "
+				   "AND outcome = 'reset' AND attempt_no = 1"),
+			 1);
 }
 END_TEST
 
@@ -734,7 +754,8 @@ call_suite(void)
 	tc = tcase_create("retry_class_table");
 	tcase_add_checked_fixture(tc, NULL, teardown);
 	tcase_set_timeout(tc, 60);
-	tcase_add_loop_test(tc, retry_class_table, 0, (int)(sizeof retry_cases / sizeof retry_cases[0]));
+	tcase_add_loop_test(tc, retry_class_table, 0,
+			    (int)(sizeof retry_cases / sizeof retry_cases[0]));
 	suite_add_tcase(s, tc);
 	ADD(connect_refused_is_retried_and_logged);
 	ADD(exponential_backoff_gaps_at_the_mock);

@@ -18,9 +18,11 @@ static struct itd T;
 static const char *config =
 	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","
-	"\"model\":\"m\",\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":400,\"total_ms\":5000},"
+	"\"model\":\"m\",\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":400,\"total_ms\":5000}"
+	","
 	"\"breaker\":{\"failure_threshold\":1000}}],"
-	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,\"targets\":[{\"backend\":\"primary\"}],"
+	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,\"targets\":[{\"backend\":\"primary\"}"
+	"],"
 	"\"retry\":{\"max_retries\":0},"
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"}}]},"
 	"\"preset\":{\"text\":\"Sorry, please try again shortly.\"}}]}";
@@ -38,8 +40,10 @@ teardown(void)
 }
 
 #define BODY(stream, text)                                                                         \
-	"{\"model\":\"fusebox/intent\",\"stream\":" stream ",\"temperature\":0.3,\"max_tokens\":64," \
-	"\"messages\":[{\"role\":\"system\",\"content\":\"be brief\"},{\"role\":\"user\",\"content\":\"" text "\"}]}"
+	"{\"model\":\"fusebox/intent\",\"stream\":" stream                                         \
+	",\"temperature\":0.3,\"max_tokens\":64,"                                                  \
+	"\"messages\":[{\"role\":\"system\",\"content\":\"be "                                     \
+	"brief\"},{\"role\":\"user\",\"content\":\"" text "\"}]}"
 
 START_TEST(plain_completion_passes_messages_through)
 {
@@ -47,8 +51,9 @@ START_TEST(plain_completion_passes_messages_through)
 	cJSON *o, *st, *body, *msgs;
 	char *src;
 
-	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions", BODY("false", "I want a refund"),
-				 NULL, 5000, &r), 0);
+	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions",
+				 BODY("false", "I want a refund"), NULL, 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	src = http_resp_header(&r, "X-Fusebox-Source");
 	ck_assert_str_eq(src, "llm");
@@ -56,21 +61,23 @@ START_TEST(plain_completion_passes_messages_through)
 	o = itd_json(&r);
 	ck_assert_str_eq(itd_str(o, "object"), "chat.completion");
 	ck_assert_str_eq(itd_str(o, "model"), "fusebox/intent");
-	ck_assert_ptr_nonnull(strstr(itd_str(cJSON_GetObjectItem(cJSON_GetArrayItem(
-							cJSON_GetObjectItem(o, "choices"), 0),
-						"message"),
-					"content"),
-			       "refund"));
+	ck_assert_ptr_nonnull(
+		strstr(itd_str(cJSON_GetObjectItem(
+				       cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0),
+				       "message"),
+			       "content"),
+		       "refund"));
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "fusebox"), "source"), "llm");
 	ck_assert_int_gt((int)itd_num(cJSON_GetObjectItem(o, "usage"), "total_tokens"), 0);
 	cJSON_Delete(o);
 	http_resp_free(&r);
 	/* what the upstream got: the caller's messages and parameters */
 	st = mock_stats(&T.mock);
-	body = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								       "primary"),
-						   "last_request"),
-				 "body");
+	body = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "primary"),
+			"last_request"),
+		"body");
 	msgs = cJSON_GetObjectItem(body, "messages");
 	ck_assert_int_eq(cJSON_GetArraySize(msgs), 2);
 	ck_assert_str_eq(itd_str(cJSON_GetArrayItem(msgs, 0), "content"), "be brief");
@@ -87,21 +94,25 @@ START_TEST(plain_degraded_is_still_a_completion)
 	cJSON *o, *msg;
 
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":503}"), 0);
-	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions", BODY("false", "refund now"), NULL,
-				 5000, &r), 0);
+	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions", BODY("false", "refund now"),
+				 NULL, 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	o = itd_json(&r);
-	msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "message");
+	msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0),
+				  "message");
 	ck_assert_str_eq(itd_str(msg, "content"), "{\"intent\":\"refund\"}");
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "fusebox"), "source"), "rules");
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "fusebox"), "reason"), "http_5xx");
 	cJSON_Delete(o);
 	http_resp_free(&r);
 	/* no rule matches: the preset text */
-	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions", BODY("false", "hello"), NULL,
-				 5000, &r), 0);
+	ck_assert_int_eq(
+		itd_req(&T, "POST", "/v1/chat/completions", BODY("false", "hello"), NULL, 5000, &r),
+		0);
 	o = itd_json(&r);
-	msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "message");
+	msg = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0),
+				  "message");
 	ck_assert_str_eq(itd_str(msg, "content"), "Sorry, please try again shortly.");
 	cJSON_Delete(o);
 	http_resp_free(&r);
@@ -114,8 +125,10 @@ START_TEST(unknown_model_is_openai_404)
 	cJSON *o;
 
 	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions",
-				 "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-				 NULL, 5000, &r), 0);
+				 "{\"model\":\"gpt-9\",\"messages\":[{\"role\":\"user\","
+				 "\"content\":\"x\"}]}",
+				 NULL, 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 404);
 	o = itd_json(&r);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "error"), "code"), "model_not_found");
@@ -124,7 +137,8 @@ START_TEST(unknown_model_is_openai_404)
 	cJSON_Delete(o);
 	http_resp_free(&r);
 	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions", "{\"model\":\"intent\"}", NULL,
-				 5000, &r), 0);
+				 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 400);
 	ck_assert_ptr_nonnull(strstr(r.body, "messages"));
 	http_resp_free(&r);
@@ -158,11 +172,13 @@ sse_event(struct sse_rec *s, const char *data)
 		return;
 	}
 	o = cJSON_Parse(data);
-	delta = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0), "delta");
+	delta = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "choices"), 0),
+				    "delta");
 	if (s->first_content_ms < 0 && delta && strlen(itd_str(delta, "content")) > 0)
 		s->first_content_ms = harness_now_ms() - s->start;
 	if (delta)
-		strncat(s->content, itd_str(delta, "content"), sizeof s->content - strlen(s->content) - 1);
+		strncat(s->content, itd_str(delta, "content"),
+			sizeof s->content - strlen(s->content) - 1);
 	cJSON_Delete(o);
 }
 
@@ -219,7 +235,8 @@ START_TEST(stream_relays_chunks_as_they_come)
 	struct sse_rec s;
 
 	ck_assert_int_eq(mock_set(&T.mock, "primary",
-				  "{\"stream_first_delay_ms\":100,\"stream_chunk_ms\":300}"), 0);
+				  "{\"stream_first_delay_ms\":100,\"stream_chunk_ms\":300}"),
+			 0);
 	stream_call(BODY("true", "refund"), &s);
 	/* first content after ~100 ms, the end after ~100 + 3 x 300 ms */
 	ck_assert_msg(s.first_content_ms >= 90 && s.first_content_ms < 350, "first %lld",
@@ -229,12 +246,14 @@ START_TEST(stream_relays_chunks_as_they_come)
 	ck_assert_ptr_nonnull(strstr(s.all.data, "\"source\":\"llm\""));
 	ck_assert_ptr_nonnull(strstr(s.all.data, "\"finish_reason\":\"stop\""));
 	ck_assert_ptr_nonnull(strstr(s.all.data, "chat.completion.chunk"));
-	ck_assert_str_eq(s.content, "{\"intent\":\"refund\",\"confidence\":0.92,\"summary\":\"customer wants a refund\"}");
+	ck_assert_str_eq(s.content, "{\"intent\":\"refund\",\"confidence\":0.92,\"summary\":"
+				    "\"customer wants a refund\"}");
 	free(s.all.data);
 	itd_settle();
 	/* time to first token is the attempt's first byte */
 	ck_assert_int_eq(itd_count(&T, "attempts WHERE outcome='ok' AND first_byte_ms >= 90 AND "
-				       "first_byte_ms < 350"), 1);
+				       "first_byte_ms < 350"),
+			 1);
 }
 END_TEST
 
@@ -259,7 +278,8 @@ START_TEST(stream_idle_gap_ends_with_an_error_event)
 	struct sse_rec s;
 
 	ck_assert_int_eq(mock_set(&T.mock, "primary",
-				  "{\"stream_first_delay_ms\":50,\"stream_chunk_ms\":2000}"), 0);
+				  "{\"stream_first_delay_ms\":50,\"stream_chunk_ms\":2000}"),
+			 0);
 	stream_call(BODY("true", "refund"), &s);
 	/* first token at ~50 ms, then silence: cut 400 ms later, no fallback */
 	ck_assert_msg(s.first_content_ms >= 40 && s.first_content_ms < 300, "first %lld",

@@ -22,14 +22,15 @@
 
 #define SCHEMA                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\",\"confidence\"],"    \
-	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","     \
-	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}," \
+	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","      \
+	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}" \
+	"}},"                                                                                      \
 	"\"review_below\":0.0}"
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
 	"\"confidence\":0.6}],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}"
 #define BACKEND(n)                                                                                 \
-	"{\"name\":\"" n "\",\"url\":\"@MOCK@/b/" n "/v1/chat/completions\",\"model\":\"m\","     \
+	"{\"name\":\"" n "\",\"url\":\"@MOCK@/b/" n "/v1/chat/completions\",\"model\":\"m\","      \
 	"\"breaker\":{\"mode\":\"consecutive\",\"failure_threshold\":3,\"open_ms\":60000}}"
 
 /*
@@ -42,17 +43,25 @@ config(const char *extra)
 	char *s = NULL;
 
 	if (asprintf(&s,
-		     "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\",%s%s"
-		     "\"backends\":[" BACKEND("primary") "," BACKEND("canary") "," BACKEND("small") "],"
-		     "\"routes\":["
-		     "{\"name\":\"intent\",\"budget_ms\":3000,\"retry\":{\"max_retries\":0},"
-		     "\"targets\":[{\"backend\":\"primary\",\"weight\":95},"
-		     "{\"backend\":\"canary\",\"weight\":5,\"canary\":true}],"
-		     "\"backup\":{\"targets\":[{\"backend\":\"small\",\"weight\":1}]}," SCHEMA "," RULES "},"
-		     "{\"name\":\"ticket\",\"budget_ms\":3000,\"retry\":{\"max_retries\":0},"
-		     "\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," SCHEMA "," RULES "},"
-		     "{\"name\":\"addr\",\"budget_ms\":3000,\"retry\":{\"max_retries\":0},"
-		     "\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," SCHEMA "," RULES "}]}",
+		     "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
+		     "%s%s"
+		     "\"backends\":[" BACKEND("primary") "," BACKEND("canary") "," BACKEND(
+			     "small") "],"
+				      "\"routes\":["
+				      "{\"name\":\"intent\",\"budget_ms\":3000,\"retry\":{\"max_"
+				      "retries\":0},"
+				      "\"targets\":[{\"backend\":\"primary\",\"weight\":95},"
+				      "{\"backend\":\"canary\",\"weight\":5,\"canary\":true}],"
+				      "\"backup\":{\"targets\":[{\"backend\":\"small\",\"weight\":"
+				      "1}]}," SCHEMA "," RULES "},"
+				      "{\"name\":\"ticket\",\"budget_ms\":3000,\"retry\":{\"max_"
+				      "retries\":0},"
+				      "\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," SCHEMA
+				      "," RULES "},"
+				      "{\"name\":\"addr\",\"budget_ms\":3000,\"retry\":{\"max_"
+				      "retries\":0},"
+				      "\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," SCHEMA
+				      "," RULES "}]}",
 		     extra, extra[0] ? "," : "") < 0)
 		abort();
 	return s;
@@ -76,8 +85,8 @@ teardown(void)
 	itd_stop(&T);
 }
 
-#define OP "op-token"
-#define VIEW "view-token"
+#define OP     "op-token"
+#define VIEW   "view-token"
 #define CALLER "call-token"
 
 static cJSON *
@@ -95,9 +104,7 @@ named(cJSON *arr, const char *name)
 {
 	cJSON *it;
 
-	cJSON_ArrayForEach(it, arr)
-		if (strcmp(itd_str(it, "name"), name) == 0)
-			return it;
+	cJSON_ArrayForEach(it, arr) if (strcmp(itd_str(it, "name"), name) == 0) return it;
 	ck_abort_msg("no element named %s", name);
 	return NULL;
 }
@@ -120,9 +127,9 @@ target_weight(const cJSON *ro, const char *backend)
 {
 	cJSON *t;
 
-	cJSON_ArrayForEach(t, cJSON_GetObjectItem(ro, "targets"))
-		if (strcmp(itd_str(t, "backend"), backend) == 0)
-			return (int)itd_num(t, "weight");
+	cJSON_ArrayForEach(
+		t, cJSON_GetObjectItem(ro, "targets")) if (strcmp(itd_str(t, "backend"), backend) ==
+							   0) return (int)itd_num(t, "weight");
 	ck_abort_msg("no target %s", backend);
 	return -1;
 }
@@ -212,8 +219,8 @@ START_TEST(state_has_every_field)
 	ck_assert_int_eq(target_weight(ro, "canary"), 5);
 	f = cJSON_GetArrayItem(cJSON_GetObjectItem(ro, "targets"), 1);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(f, "canary")));
-	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(ro, "targets"), 0),
-						    "canary")));
+	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(ro, "targets"), 0), "canary")));
 	ck_assert(itd_num(ro, "rps_1m") == 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "p50_ms_1m")));
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "p99_ms_1m")));
@@ -227,8 +234,8 @@ START_TEST(state_has_every_field)
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(bo, "p90_ms_5m")));
 	br = cJSON_GetObjectItem(bo, "breaker");
 	for (i = 0; i < sizeof breaker_keys / sizeof breaker_keys[0]; i++)
-		ck_assert_msg(cJSON_GetObjectItem(br, breaker_keys[i]) != NULL, "breaker.%s missing",
-			      breaker_keys[i]);
+		ck_assert_msg(cJSON_GetObjectItem(br, breaker_keys[i]) != NULL,
+			      "breaker.%s missing", breaker_keys[i]);
 	ck_assert_str_eq(itd_str(br, "state"), "closed");
 	ck_assert_str_eq(itd_str(br, "mode"), "consecutive");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(br, "opened_at")));
@@ -267,21 +274,24 @@ START_TEST(state_traffic_figures_from_rows)
 	 * calls that finished 2 minutes ago (out of the window). */
 	for (i = 1; i <= 100; i++) {
 		snprintf(sql, sizeof sql,
-			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, elapsed_ms) "
+			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, "
+			 "elapsed_ms) "
 			 "VALUES (%d, 'r%d', 'intent', %lld, %lld, %d)",
 			 900000 + i, i, now - 2000 - i, now - 2000, i);
 		db_exec(sql);
 	}
 	for (i = 1; i <= 10; i++) {
 		snprintf(sql, sizeof sql,
-			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, elapsed_ms) "
+			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, "
+			 "elapsed_ms) "
 			 "VALUES (%d, 'old%d', 'intent', %lld, %lld, 5000)",
 			 910000 + i, i, now - 125000, now - 120000);
 		db_exec(sql);
 	}
 	for (i = 1; i <= 6; i++) {
 		snprintf(sql, sizeof sql,
-			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, elapsed_ms) "
+			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, "
+			 "elapsed_ms) "
 			 "VALUES (%d, 't%d', 'ticket', %lld, %lld, %d)",
 			 920000 + i, i, now - 1000, now - 1000 + 7 * i, 7 * i);
 		db_exec(sql);
@@ -337,12 +347,14 @@ START_TEST(level_force_persists_audits_and_releases)
 	/* Committed before the answer: no settling needed to see the rows. */
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='level' AND subject='intent' AND "
 				       "value='{\"level\":2}' AND actor='alice' AND "
-				       "reason='vendor incident'"), 1);
+				       "reason='vendor incident'"),
+			 1);
 	until = db_scalar_int(T.db, "SELECT until FROM overrides WHERE kind='level'");
 	ck_assert_msg(until >= now + 3600000 - 100 && until <= wall_ms() + 3600000 + 100,
 		      "until %lld", until);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE actor='alice' AND action='level.force' AND "
-				       "target='route:intent' AND remote='127.0.0.1'"), 1);
+				       "target='route:intent' AND remote='127.0.0.1'"),
+			 1);
 	s = db_text("SELECT before FROM audit WHERE action='level.force'");
 	j = cJSON_Parse(s);
 	free(s);
@@ -361,7 +373,8 @@ START_TEST(level_force_persists_audits_and_releases)
 	ck_assert_str_eq(itd_str(f, "reason"), "vendor incident");
 	cJSON_Delete(j);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND subject='intent' AND "
-				       "detail LIKE '%L2%alice%vendor incident%'"), 1);
+				       "detail LIKE '%L2%alice%vendor incident%'"),
+			 1);
 
 	/* The level is in force: calls start at the rule engine. */
 	call_expect("intent", "rules", "forced_level");
@@ -377,7 +390,8 @@ START_TEST(level_force_persists_audits_and_releases)
 	call_expect("intent", "backup", "forced_level");
 	ck_assert_int_eq(mock_requests(&T.mock, "small"), 1);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='level' AND until IS NULL AND "
-				       "value='{\"level\":1}'"), 1);
+				       "value='{\"level\":1}'"),
+			 1);
 
 	/* Release: back to auto, row gone, audited, event. */
 	o = itd_expect(&T, "DELETE", "/v1/routes/intent/level", NULL, OP, 200);
@@ -389,7 +403,8 @@ START_TEST(level_force_persists_audits_and_releases)
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action='level.release' AND actor='alice' AND "
 				       "target='route:intent' AND remote='127.0.0.1' AND "
 				       "json_extract(before, '$.forced_level.level') = 1 AND "
-				       "json_extract(after, '$.forced_level') IS NULL"), 1);
+				       "json_extract(after, '$.forced_level') IS NULL"),
+			 1);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND subject='intent'"), 3);
 	call_expect("intent", "llm", NULL);
 }
@@ -401,24 +416,24 @@ struct bad_body {
 };
 
 static const struct bad_body bad_levels[] = {
-	{ "{\"reason\":\"x\"}", "level" },
-	{ "{\"level\":4,\"reason\":\"x\"}", "level" },
-	{ "{\"level\":-1,\"reason\":\"x\"}", "level" },
-	{ "{\"level\":1.5,\"reason\":\"x\"}", "level" },
-	{ "{\"level\":\"2\",\"reason\":\"x\"}", "level" },
-	{ "{\"level\":null,\"reason\":\"x\"}", "level" },
-	{ "{\"level\":2}", "reason" },
-	{ "{\"level\":2,\"reason\":\"\"}", "reason" },
-	{ "{\"level\":2,\"reason\":7}", "reason" },
-	{ "{\"level\":2,\"reason\":\"two\\nlines\"}", "reason" },
-	{ "{\"level\":2,\"reason\":\"x\",\"ttl_s\":0}", "ttl_s" },
-	{ "{\"level\":2,\"reason\":\"x\",\"ttl_s\":-5}", "ttl_s" },
-	{ "{\"level\":2,\"reason\":\"x\",\"ttl_s\":1.5}", "ttl_s" },
-	{ "{\"level\":2,\"reason\":\"x\",\"ttl_s\":\"60\"}", "ttl_s" },
-	{ "{\"level\":2,\"reason\":\"x\",\"ttl_s\":1e12}", "ttl_s" },
-	{ "not json", "body" },
-	{ "[1,2]", "body" },
-	{ "", "body" },
+	{"{\"reason\":\"x\"}", "level"},
+	{"{\"level\":4,\"reason\":\"x\"}", "level"},
+	{"{\"level\":-1,\"reason\":\"x\"}", "level"},
+	{"{\"level\":1.5,\"reason\":\"x\"}", "level"},
+	{"{\"level\":\"2\",\"reason\":\"x\"}", "level"},
+	{"{\"level\":null,\"reason\":\"x\"}", "level"},
+	{"{\"level\":2}", "reason"},
+	{"{\"level\":2,\"reason\":\"\"}", "reason"},
+	{"{\"level\":2,\"reason\":7}", "reason"},
+	{"{\"level\":2,\"reason\":\"two\\nlines\"}", "reason"},
+	{"{\"level\":2,\"reason\":\"x\",\"ttl_s\":0}", "ttl_s"},
+	{"{\"level\":2,\"reason\":\"x\",\"ttl_s\":-5}", "ttl_s"},
+	{"{\"level\":2,\"reason\":\"x\",\"ttl_s\":1.5}", "ttl_s"},
+	{"{\"level\":2,\"reason\":\"x\",\"ttl_s\":\"60\"}", "ttl_s"},
+	{"{\"level\":2,\"reason\":\"x\",\"ttl_s\":1e12}", "ttl_s"},
+	{"not json", "body"},
+	{"[1,2]", "body"},
+	{"", "body"},
 };
 
 START_TEST(level_validation_names_the_field)
@@ -452,7 +467,8 @@ START_TEST(level_validation_names_the_field)
 	snprintf(body, sizeof body, "{\"level\":3,\"reason\":\"%s\",\"ttl_s\":null}", reason);
 	o = itd_expect(&T, "PUT", "/v1/routes/intent/level", body, OP, 200);
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "forced_level"), "reason"), reason);
-	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "forced_level"), "until")));
+	ck_assert(
+		cJSON_IsNull(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "forced_level"), "until")));
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "audit"), 1);
 }
@@ -468,7 +484,8 @@ START_TEST(level_ttl_expires)
 	call_expect("ticket", "rules", "forced_level");
 	o = state();
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(state_route(o, "ticket"), "forced_level"),
-				      "level"), 2);
+				      "level"),
+			 2);
 	cJSON_Delete(o);
 	usleep(1500 * 1000);
 	o = state();
@@ -478,7 +495,8 @@ START_TEST(level_ttl_expires)
 	call_expect("ticket", "llm", NULL);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND subject='ticket' AND "
-				       "detail LIKE '%expired%'"), 1);
+				       "detail LIKE '%expired%'"),
+			 1);
 }
 END_TEST
 
@@ -498,15 +516,18 @@ START_TEST(weights_set_partial_and_routing)
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='weights' AND subject='intent' AND "
 				       "json_extract(value,'$.primary')=80 AND "
-				       "json_extract(value,'$.canary')=20 AND actor='alice'"), 1);
+				       "json_extract(value,'$.canary')=20 AND actor='alice'"),
+			 1);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action='weights.set' AND actor='alice' AND "
 				       "target='route:intent' AND remote='127.0.0.1' AND "
 				       "json_extract(before,'$.primary')=95 AND "
 				       "json_extract(before,'$.canary')=5 AND "
 				       "json_extract(after,'$.primary')=80 AND "
-				       "json_extract(after,'$.canary')=20"), 1);
+				       "json_extract(after,'$.canary')=20"),
+			 1);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='weights' AND subject='intent' AND "
-				       "detail LIKE '%primary 95 -> 80%canary 5 -> 20%alice%'"), 1);
+				       "detail LIKE '%primary 95 -> 80%canary 5 -> 20%alice%'"),
+			 1);
 
 	/* A missing target keeps its weight. Canary 0: no canary traffic. */
 	o = itd_expect(&T, "PUT", "/v1/routes/intent/weights", "{\"weights\":{\"canary\":0}}", OP,
@@ -528,7 +549,8 @@ START_TEST(weights_set_partial_and_routing)
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 8);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='weights' AND reason='promote' AND "
 				       "json_extract(value,'$.primary')=0 AND "
-				       "json_extract(value,'$.canary')=1"), 1);
+				       "json_extract(value,'$.canary')=1"),
+			 1);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action='weights.set'"), 3);
 	o = state();
 	ck_assert_int_eq(target_weight(state_route(o, "intent"), "canary"), 1);
@@ -538,18 +560,18 @@ START_TEST(weights_set_partial_and_routing)
 END_TEST
 
 static const struct bad_body bad_weights[] = {
-	{ "{}", "weights" },
-	{ "{\"weights\":{}}", "weights" },
-	{ "{\"weights\":[80,20]}", "weights" },
-	{ "{\"weights\":{\"nope\":1}}", "weights.nope" },
-	{ "{\"weights\":{\"small\":1}}", "weights.small" }, /* a backup target, not primary */
-	{ "{\"weights\":{\"primary\":-1}}", "weights.primary" },
-	{ "{\"weights\":{\"primary\":1.5}}", "weights.primary" },
-	{ "{\"weights\":{\"primary\":\"1\"}}", "weights.primary" },
-	{ "{\"weights\":{\"primary\":true}}", "weights.primary" },
-	{ "{\"weights\":{\"primary\":0,\"canary\":0}}", "weights" },
-	{ "{\"weights\":{\"primary\":1},\"reason\":5}", "reason" },
-	{ "nope", "body" },
+	{"{}", "weights"},
+	{"{\"weights\":{}}", "weights"},
+	{"{\"weights\":[80,20]}", "weights"},
+	{"{\"weights\":{\"nope\":1}}", "weights.nope"},
+	{"{\"weights\":{\"small\":1}}", "weights.small"}, /* a backup target, not primary */
+	{"{\"weights\":{\"primary\":-1}}", "weights.primary"},
+	{"{\"weights\":{\"primary\":1.5}}", "weights.primary"},
+	{"{\"weights\":{\"primary\":\"1\"}}", "weights.primary"},
+	{"{\"weights\":{\"primary\":true}}", "weights.primary"},
+	{"{\"weights\":{\"primary\":0,\"canary\":0}}", "weights"},
+	{"{\"weights\":{\"primary\":1},\"reason\":5}", "reason"},
+	{"nope", "body"},
 };
 
 START_TEST(weights_validation_names_the_field)
@@ -597,11 +619,13 @@ START_TEST(breaker_force_open_closed_auto)
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='breaker' AND subject='primary' AND "
 				       "value='{\"state\":\"forced_open\"}' AND actor='alice' AND "
-				       "reason='maintenance'"), 1);
+				       "reason='maintenance'"),
+			 1);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action='breaker.force' AND actor='alice' AND "
 				       "target='backend:primary' AND remote='127.0.0.1' AND "
 				       "json_extract(before,'$.state')='closed' AND "
-				       "json_extract(after,'$.state')='forced_open'"), 1);
+				       "json_extract(after,'$.state')='forced_open'"),
+			 1);
 	/* Open: the call never reaches the mock. */
 	call_expect("ticket", "rules", "breaker_open");
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
@@ -609,7 +633,8 @@ START_TEST(breaker_force_open_closed_auto)
 	/* Exactly one event for the transition. */
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND subject='primary'"), 1);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND subject='primary' AND "
-				       "detail LIKE 'closed -> forced_open%maintenance%'"), 1);
+				       "detail LIKE 'closed -> forced_open%maintenance%'"),
+			 1);
 
 	/* Forced closed: failures past the threshold do not open it. */
 	o = itd_expect(&T, "PUT", "/v1/backends/primary/breaker", "{\"state\":\"forced_closed\"}",
@@ -617,7 +642,8 @@ START_TEST(breaker_force_open_closed_auto)
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "breaker"), "state"), "forced_closed");
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='breaker' AND "
-				       "value='{\"state\":\"forced_closed\"}' AND reason IS NULL"), 1);
+				       "value='{\"state\":\"forced_closed\"}' AND reason IS NULL"),
+			 1);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"status\":500}"), 0);
 	for (i = 0; i < 5; i++)
 		call_expect("ticket", "rules", "http_5xx");
@@ -640,7 +666,8 @@ START_TEST(breaker_force_open_closed_auto)
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND subject='primary'"), 3);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='breaker' AND "
-				       "detail LIKE 'forced_closed -> closed%'"), 1);
+				       "detail LIKE 'forced_closed -> closed%'"),
+			 1);
 }
 END_TEST
 
@@ -673,7 +700,8 @@ START_TEST(overrides_survive_restart)
 	start("");
 	o = itd_expect(&T, "PUT", "/v1/routes/intent/level",
 		       "{\"level\":2,\"reason\":\"vendor incident\",\"ttl_s\":3600}", OP, 200);
-	snprintf(until, sizeof until, "%s", itd_str(cJSON_GetObjectItem(o, "forced_level"), "until"));
+	snprintf(until, sizeof until, "%s",
+		 itd_str(cJSON_GetObjectItem(o, "forced_level"), "until"));
 	cJSON_Delete(o);
 	cJSON_Delete(itd_expect(&T, "PUT", "/v1/routes/ticket/level",
 				"{\"level\":1,\"reason\":\"no ttl\"}", OP, 200));
@@ -710,12 +738,15 @@ START_TEST(overrides_survive_restart)
 	ro = state_route(o, "addr");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "forced_level")));
 	ck_assert_int_eq((int)itd_num(ro, "level"), 0);
-	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(state_backend(o, "canary"), "breaker"), "state"),
-			 "forced_open");
-	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(state_backend(o, "small"), "breaker"), "state"),
-			 "forced_closed");
-	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(state_backend(o, "primary"), "breaker"), "state"),
-			 "closed");
+	ck_assert_str_eq(
+		itd_str(cJSON_GetObjectItem(state_backend(o, "canary"), "breaker"), "state"),
+		"forced_open");
+	ck_assert_str_eq(
+		itd_str(cJSON_GetObjectItem(state_backend(o, "small"), "breaker"), "state"),
+		"forced_closed");
+	ck_assert_str_eq(
+		itd_str(cJSON_GetObjectItem(state_backend(o, "primary"), "breaker"), "state"),
+		"closed");
 	cJSON_Delete(o);
 	call_expect("intent", "rules", "forced_level");
 	call_expect("addr", "llm", NULL);
@@ -723,7 +754,8 @@ START_TEST(overrides_survive_restart)
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE subject='addr'"), 0);
 	ck_assert_int_eq(itd_count(&T, "overrides"), 5);
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND subject='addr' AND "
-				       "detail LIKE '%expired%'"), 1);
+				       "detail LIKE '%expired%'"),
+			 1);
 	/* Released after the restart, it stays released after the next. */
 	cJSON_Delete(itd_expect(&T, "DELETE", "/v1/routes/intent/level", NULL, OP, 200));
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
@@ -743,11 +775,11 @@ struct ep_case {
 };
 
 static const struct ep_case control_eps[] = {
-	{ "GET", "/v1/state", NULL, 0 },
-	{ "PUT", "/v1/routes/intent/level", "{\"level\":1,\"reason\":\"auth test\"}", 1 },
-	{ "DELETE", "/v1/routes/intent/level", NULL, 1 },
-	{ "PUT", "/v1/routes/intent/weights", "{\"weights\":{\"primary\":90}}", 1 },
-	{ "PUT", "/v1/backends/primary/breaker", "{\"state\":\"auto\"}", 1 },
+	{"GET", "/v1/state", NULL, 0},
+	{"PUT", "/v1/routes/intent/level", "{\"level\":1,\"reason\":\"auth test\"}", 1},
+	{"DELETE", "/v1/routes/intent/level", NULL, 1},
+	{"PUT", "/v1/routes/intent/weights", "{\"weights\":{\"primary\":90}}", 1},
+	{"PUT", "/v1/backends/primary/breaker", "{\"state\":\"auto\"}", 1},
 };
 
 START_TEST(auth_matrix_control_plane)
@@ -779,7 +811,7 @@ START_TEST(auth_matrix_control_plane)
 	{
 		struct http_resp r;
 		char url[128];
-		const char *hdrs[] = { "Authorization: Basic op-token", NULL };
+		const char *hdrs[] = {"Authorization: Basic op-token", NULL};
 
 		snprintf(url, sizeof url, "%s/v1/state", T.base);
 		ck_assert_int_eq(http_do("GET", url, NULL, hdrs, 5000, &r), 0);
@@ -851,7 +883,7 @@ END_TEST
 START_TEST(limits_body_url_method_path)
 {
 	char *big, *path;
-	const char *hdrs[] = { "Authorization: Bearer view-token", NULL };
+	const char *hdrs[] = {"Authorization: Bearer view-token", NULL};
 	struct http_resp r;
 	char *allow;
 	size_t n;
@@ -921,7 +953,8 @@ END_TEST
 
 START_TEST(slow_clients_do_not_block_others)
 {
-	static const char half[] = "POST /v1/routes/ticket/call HTTP/1.1\r\nHost: 127.0.0.1\r\nConte";
+	static const char half[] =
+		"POST /v1/routes/ticket/call HTTP/1.1\r\nHost: 127.0.0.1\r\nConte";
 	int fds[SLOW_CLIENTS], i;
 	struct sockaddr_in sa;
 	double worst = 0;
@@ -937,7 +970,8 @@ START_TEST(slow_clients_do_not_block_others)
 		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
 		ck_assert_int_ge(fds[i], 0);
 		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof sa), 0);
-		ck_assert_int_eq(send(fds[i], half, sizeof half - 1, 0), (ssize_t)(sizeof half - 1));
+		ck_assert_int_eq(send(fds[i], half, sizeof half - 1, 0),
+				 (ssize_t)(sizeof half - 1));
 	}
 	usleep(200 * 1000);
 	for (i = 0; i < 20; i++) {

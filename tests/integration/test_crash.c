@@ -38,11 +38,11 @@
 
 #include "itd.h"
 
-#define ITERATIONS 20
+#define ITERATIONS  20
 #define CONCURRENCY 24
-#define OPS_MAX 8192
+#define OPS_MAX	    8192
 #define PROXY_CONNS 256
-#define BATCH_ROWS 1000 /* the store writer's batch (db/store_writer.c) */
+#define BATCH_ROWS  1000 /* the store writer's batch (db/store_writer.c) */
 
 static struct itd T;
 
@@ -143,8 +143,8 @@ proxy_sniff(struct pconn *c, const char *p, size_t n)
 		if (!c->skip && c->llen > 13 && strncasecmp(c->line, "X-Request-ID:", 13) == 0) {
 			for (v = 13; v < c->llen && c->line[v] == ' '; v++)
 				;
-			for (e = c->llen; e > v && (c->line[e - 1] == '\r' || c->line[e - 1] == ' ');
-			     e--)
+			for (e = c->llen;
+			     e > v && (c->line[e - 1] == '\r' || c->line[e - 1] == ' '); e--)
 				;
 			proxy_record(c->line + v, e - v);
 		}
@@ -360,14 +360,15 @@ load_add(CURLM *m, struct xfer *x)
 	case OP_LEVEL:
 		snprintf(id, sizeof id, "lvl-%d-%d", L.iter, L.seq);
 		snprintf(url, sizeof url, "%s/v1/routes/aux/level", T.base);
-		snprintf(x->body, sizeof x->body, "{\"level\":%d,\"reason\":\"%s\",\"ttl_s\":86400}",
-			 L.seq % 3, id);
+		snprintf(x->body, sizeof x->body,
+			 "{\"level\":%d,\"reason\":\"%s\",\"ttl_s\":86400}", L.seq % 3, id);
 		break;
 	case OP_ASYNC:
 		snprintf(id, sizeof id, "j%d-%d", L.iter, L.seq);
 		snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
 		snprintf(x->body, sizeof x->body,
-			 "{\"input\":\"refund please\",\"mode\":\"async\",\"request_id\":\"%s\"}", id);
+			 "{\"input\":\"refund please\",\"mode\":\"async\",\"request_id\":\"%s\"}",
+			 id);
 		break;
 	default:
 		snprintf(id, sizeof id, "c%d-%d", L.iter, L.seq);
@@ -489,7 +490,8 @@ review_decisions(void)
 
 	while (!L.stop) {
 		if (itd_req(&T, "GET", "/v1/reviews?state=pending&limit=1", NULL, "op-token", 2000,
-			    &r) != 0 || r.status != 200) {
+			    &r) != 0 ||
+		    r.status != 200) {
 			http_resp_free(&r);
 			usleep(10 * 1000);
 			continue;
@@ -597,7 +599,8 @@ check_iteration(int it, struct iter_stats *s)
 				ck_assert_msg(count_where("audit WHERE action = 'level.force' AND "
 							  "after LIKE '%%\"reason\":\"%s\"%%'",
 							  o->id) == 1,
-					      "override %s answered 200 but has no audit row", o->id);
+					      "override %s answered 200 but has no audit row",
+					      o->id);
 			}
 			break;
 		case OP_REVIEW:
@@ -633,8 +636,9 @@ check_iteration(int it, struct iter_stats *s)
 	if (!answered && ov == NULL)
 		ok_row = 1; /* none answered, none committed */
 	if (candidates > 0)
-		ck_assert_msg(ok_row, "iteration %d: override row says %s; the last answered PUT is %s",
-			      it, ov ? ov : "(none)", last_level ? last_level : "(before)");
+		ck_assert_msg(ok_row,
+			      "iteration %d: override row says %s; the last answered PUT is %s", it,
+			      ov ? ov : "(none)", last_level ? last_level : "(before)");
 	if (ov != NULL) {
 		/* restored at start: the state API shows what the row says */
 		struct http_resp r;
@@ -668,9 +672,9 @@ check_iteration(int it, struct iter_stats *s)
 }
 
 #define CONFIG_FMT                                                                                 \
-	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","           \
+	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","            \
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"http://127.0.0.1:%d/b/primary/v1/chat/"     \
-	"completions\",\"model\":\"m\",\"max_concurrent\":500,"                                   \
+	"completions\",\"model\":\"m\",\"max_concurrent\":500,"                                    \
 	"\"breaker\":{\"failure_threshold\":100000}}],"                                            \
 	"\"routes\":["                                                                             \
 	"{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary\"}],"         \
@@ -757,7 +761,8 @@ START_TEST(kill_9_under_load)
 	ck_assert_int_eq(itd_count(&T, "jobs WHERE state <> 'done'"), 0);
 	for (i = 0; i < nops; i++) {
 		if (ops[i].kind == OP_ASYNC && ops[i].status == 202)
-			ck_assert_int_eq(count_where("calls WHERE request_id = '%s'", ops[i].id), 1);
+			ck_assert_int_eq(count_where("calls WHERE request_id = '%s'", ops[i].id),
+					 1);
 	}
 	fprintf(stderr,
 		"crash: %d kill -9 in %.1f s: %d sync calls answered, %d jobs accepted (all done "

@@ -15,12 +15,14 @@ static struct itd T;
 static const char *config =
 	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","
-	"\"model\":\"m\",\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":5000,\"total_ms\":8000},"
+	"\"model\":\"m\",\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":5000,\"total_ms\":"
+	"8000},"
 	"\"max_concurrent\":200,\"breaker\":{\"failure_threshold\":100000}}],"
 	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":6000,\"targets\":[{\"backend\":\"primary\","
 	"\"weight\":1}],\"retry\":{\"max_retries\":1,\"retry_on\":[\"first_byte_timeout\","
 	"\"total_timeout\",\"reset\"]},\"output\":{\"schema\":{\"type\":\"object\"}},"
-	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}}]}";
+	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}"
+	"}}]}";
 
 /* Extra milliseconds allowed in the sanitizer build (FB_SANITIZED=1). */
 static int
@@ -39,7 +41,8 @@ teardown(void)
 static void
 deadline_run(const char *behaviour, int n, int budget_ms, int slack_ms, const char *reason)
 {
-	const char **urls = calloc((size_t)n, sizeof *urls), **bodies = calloc((size_t)n, sizeof *bodies);
+	const char **urls = calloc((size_t)n, sizeof *urls),
+		   **bodies = calloc((size_t)n, sizeof *bodies);
 	struct http_resp *rs = calloc((size_t)n, sizeof *rs);
 	char url[128], body[128];
 	double worst = 0, worst_daemon = 0;
@@ -67,15 +70,16 @@ deadline_run(const char *behaviour, int n, int budget_ms, int slack_ms, const ch
 		if (itd_num(o, "elapsed_ms") > worst_daemon)
 			worst_daemon = itd_num(o, "elapsed_ms");
 		if (getenv("FB_DEBUG"))
-			fprintf(stderr, "call %d: client %.1f ms, daemon %.0f ms\n", i, rs[i].elapsed_ms,
-				itd_num(o, "elapsed_ms"));
+			fprintf(stderr, "call %d: client %.1f ms, daemon %.0f ms\n", i,
+				rs[i].elapsed_ms, itd_num(o, "elapsed_ms"));
 		/* the daemon keeps 10 ms back to answer from the rungs below */
 		ck_assert_msg(rs[i].elapsed_ms >= budget_ms - 12, "answered early: %.1f ms",
 			      rs[i].elapsed_ms);
 		cJSON_Delete(o);
 		http_resp_free(&rs[i]);
 	}
-	fprintf(stderr, "deadline %s: %d calls, budget %d ms, slowest answer %.1f ms (daemon %.0f ms)\n",
+	fprintf(stderr,
+		"deadline %s: %d calls, budget %d ms, slowest answer %.1f ms (daemon %.0f ms)\n",
 		behaviour, n, budget_ms, worst, worst_daemon);
 	ck_assert_msg(worst_daemon <= budget_ms + 5 + sanitizer_slack(15),
 		      "the daemon answered %.0f ms after the request", worst_daemon);

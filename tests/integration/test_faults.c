@@ -47,7 +47,7 @@
 #define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 #define OUTPUT                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"],\"properties\":"    \
-	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\","        \
+	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\","         \
 	"\"other\"]}}},\"review_below\":0.0}"
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
@@ -76,7 +76,8 @@ config(const char *url, int connect_ms, int first_byte_ms, int total_ms, long lo
 			  "\"breaker\":{\"failure_threshold\":100000}}],"
 			  "\"routes\":[{\"name\":\"intent\",\"budget_ms\":%d,"
 			  "\"targets\":[{\"backend\":\"primary\"}],"
-			  "\"retry\":{\"max_retries\":1,\"backoff\":\"none\"}," OUTPUT "," RULES "}]}",
+			  "\"retry\":{\"max_retries\":1,\"backoff\":\"none\"}," OUTPUT "," RULES
+			  "}]}",
 		     url, connect_ms, first_byte_ms, total_ms, max_resp, budget_ms) < 0)
 		abort();
 	return s;
@@ -183,7 +184,7 @@ badchunk_conn_main(void *arg)
 	char buf[16384];
 	size_t len = 0;
 	long want = -1;
-	struct pollfd pfd = { bc->fd, POLLIN, 0 };
+	struct pollfd pfd = {bc->fd, POLLIN, 0};
 	char *eoh, *cl;
 	ssize_t n;
 
@@ -222,7 +223,7 @@ static void *
 badchunk_main(void *arg)
 {
 	struct badchunk *srv = arg;
-	struct pollfd pfd = { srv->lfd, POLLIN, 0 };
+	struct pollfd pfd = {srv->lfd, POLLIN, 0};
 	struct badchunk_conn *bc;
 	pthread_attr_t attr;
 	pthread_t t;
@@ -347,54 +348,54 @@ struct fault {
 	int budget_ms;
 	int connect_ms, first_byte_ms, total_ms;
 	long long max_response_bytes;
-	const char *reason;  /* the answer's reason and every attempt's outcome */
-	int attempts;	     /* per call; 0: not fixed */
-	int requests;	     /* upstream requests in all; -1: the sum of the answers' attempts */
-	int at_deadline;     /* answered at the deadline, not before */
-	int fast_ms;	     /* > 0: every answer within this (daemon clock) */
-	int min_ms;	     /* every answer not before this (daemon clock) */
-	int retry_after_ms;  /* > 0: every attempts row carries it */
+	const char *reason; /* the answer's reason and every attempt's outcome */
+	int attempts;	    /* per call; 0: not fixed */
+	int requests;	    /* upstream requests in all; -1: the sum of the answers' attempts */
+	int at_deadline;    /* answered at the deadline, not before */
+	int fast_ms;	    /* > 0: every answer within this (daemon clock) */
+	int min_ms;	    /* every answer not before this (daemon clock) */
+	int retry_after_ms; /* > 0: every attempts row carries it */
 };
 
 static const struct fault faults[] = {
-	{ "connect_refused", UP_CLOSED_PORT, NULL, 10, 1000, 300, 800, 900, 4 * MIB,
-	  "connect_error", 2, 0, 0, 100, 0, 0 },
-	{ "dns_failure", UP_DNS, NULL, 10, 1000, 300, 800, 900, 4 * MIB, "connect_error", 2, 0, 0,
-	  100, 0, 0 },
-	{ "syn_blackhole", UP_BLACKHOLE, NULL, 10, 1000, 300, 800, 900, 4 * MIB, "connect_error",
-	  2, 0, 0, 0, 590, 0 },
-	{ "hang_before_headers", UP_MOCK, "{\"hang\":true}", 20, 800, 300, 5000, 5000, 4 * MIB,
-	  "first_byte_timeout", 1, -1, 1, 0, 0, 0 },
-	{ "hang_mid_body", UP_MOCK, "{\"drip_ms\":100000}", 10, 800, 300, 5000, 5000, 4 * MIB,
-	  "total_timeout", 1, -1, 1, 0, 0, 0 },
-	{ "drip_one_byte_per_second", UP_MOCK, "{\"drip_ms\":1000}", 10, 1500, 300, 5000, 5000,
-	  4 * MIB, "total_timeout", 1, -1, 1, 0, 0, 0 },
-	{ "reset_mid_body", UP_MOCK, "{\"reset_after_bytes\":40}", 10, 1000, 300, 800, 900,
-	  4 * MIB, "reset", 2, -1, 0, 200, 0, 0 },
-	{ "storm_500", UP_MOCK, "{\"status\":500}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx",
-	  2, -1, 0, 200, 0, 0 },
-	{ "storm_502", UP_MOCK, "{\"status\":502}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx",
-	  2, -1, 0, 200, 0, 0 },
-	{ "storm_503", UP_MOCK, "{\"status\":503}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx",
-	  2, -1, 0, 200, 0, 0 },
+	{"connect_refused", UP_CLOSED_PORT, NULL, 10, 1000, 300, 800, 900, 4 * MIB, "connect_error",
+	 2, 0, 0, 100, 0, 0},
+	{"dns_failure", UP_DNS, NULL, 10, 1000, 300, 800, 900, 4 * MIB, "connect_error", 2, 0, 0,
+	 100, 0, 0},
+	{"syn_blackhole", UP_BLACKHOLE, NULL, 10, 1000, 300, 800, 900, 4 * MIB, "connect_error", 2,
+	 0, 0, 0, 590, 0},
+	{"hang_before_headers", UP_MOCK, "{\"hang\":true}", 20, 800, 300, 5000, 5000, 4 * MIB,
+	 "first_byte_timeout", 1, -1, 1, 0, 0, 0},
+	{"hang_mid_body", UP_MOCK, "{\"drip_ms\":100000}", 10, 800, 300, 5000, 5000, 4 * MIB,
+	 "total_timeout", 1, -1, 1, 0, 0, 0},
+	{"drip_one_byte_per_second", UP_MOCK, "{\"drip_ms\":1000}", 10, 1500, 300, 5000, 5000,
+	 4 * MIB, "total_timeout", 1, -1, 1, 0, 0, 0},
+	{"reset_mid_body", UP_MOCK, "{\"reset_after_bytes\":40}", 10, 1000, 300, 800, 900, 4 * MIB,
+	 "reset", 2, -1, 0, 200, 0, 0},
+	{"storm_500", UP_MOCK, "{\"status\":500}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx", 2,
+	 -1, 0, 200, 0, 0},
+	{"storm_502", UP_MOCK, "{\"status\":502}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx", 2,
+	 -1, 0, 200, 0, 0},
+	{"storm_503", UP_MOCK, "{\"status\":503}", 25, 1000, 300, 800, 900, 4 * MIB, "http_5xx", 2,
+	 -1, 0, 200, 0, 0},
 	/* 60 failing calls want 60 retries; the retry budget (max(0.2 x calls,
 	 * 3/s x 10 s) = 30 in 10 s) lets 30 through: 90 requests, not 120. */
-	{ "storm_503_retry_budget", UP_MOCK, "{\"status\":503}", 60, 1000, 300, 800, 900, 4 * MIB,
-	  "http_5xx", 0, 90, 0, 200, 0, 0 },
-	{ "storm_429_retry_after_too_long", UP_MOCK, "{\"status\":429,\"retry_after\":\"5\"}", 25,
-	  1000, 300, 800, 900, 4 * MIB, "http_429", 1, -1, 0, 100, 0, 5000 },
-	{ "storm_429_retry_after_fits", UP_MOCK, "{\"status\":429,\"retry_after\":\"1\"}", 20, 2500,
-	  300, 800, 900, 4 * MIB, "http_429", 2, -1, 0, 0, 990, 1000 },
-	{ "invalid_json_body", UP_MOCK, "{\"body\":\"{\\\"choices\\\": [oops\"}", 10, 1000, 300,
-	  800, 900, 4 * MIB, "invalid_response", 1, -1, 0, 100, 0, 0 },
-	{ "wrong_content_type", UP_MOCK, "{\"content_type\":\"text/html\"}", 10, 1000, 300, 800,
-	  900, 4 * MIB, "invalid_response", 1, -1, 0, 100, 0, 0 },
-	{ "body_50mb", UP_MOCK, "{\"body_bytes\":52428800}", 4, 2000, 300, 1800, 1900, 1 * MIB,
-	  "invalid_response", 1, -1, 0, 300, 0, 0 },
+	{"storm_503_retry_budget", UP_MOCK, "{\"status\":503}", 60, 1000, 300, 800, 900, 4 * MIB,
+	 "http_5xx", 0, 90, 0, 200, 0, 0},
+	{"storm_429_retry_after_too_long", UP_MOCK, "{\"status\":429,\"retry_after\":\"5\"}", 25,
+	 1000, 300, 800, 900, 4 * MIB, "http_429", 1, -1, 0, 100, 0, 5000},
+	{"storm_429_retry_after_fits", UP_MOCK, "{\"status\":429,\"retry_after\":\"1\"}", 20, 2500,
+	 300, 800, 900, 4 * MIB, "http_429", 2, -1, 0, 0, 990, 1000},
+	{"invalid_json_body", UP_MOCK, "{\"body\":\"{\\\"choices\\\": [oops\"}", 10, 1000, 300, 800,
+	 900, 4 * MIB, "invalid_response", 1, -1, 0, 100, 0, 0},
+	{"wrong_content_type", UP_MOCK, "{\"content_type\":\"text/html\"}", 10, 1000, 300, 800, 900,
+	 4 * MIB, "invalid_response", 1, -1, 0, 100, 0, 0},
+	{"body_50mb", UP_MOCK, "{\"body_bytes\":52428800}", 4, 2000, 300, 1800, 1900, 1 * MIB,
+	 "invalid_response", 1, -1, 0, 300, 0, 0},
 	/* A malformed chunk size is the server speaking broken HTTP: an
 	 * invalid response (not retried), like a weird status line. */
-	{ "malformed_chunked", UP_BAD_CHUNKED, NULL, 10, 1000, 300, 800, 900, 4 * MIB,
-	  "invalid_response", 1, -1, 0, 100, 0, 0 },
+	{"malformed_chunked", UP_BAD_CHUNKED, NULL, 10, 1000, 300, 800, 900, 4 * MIB,
+	 "invalid_response", 1, -1, 0, 100, 0, 0},
 };
 
 #define NFAULTS ((int)(sizeof faults / sizeof faults[0]))
@@ -404,7 +405,7 @@ START_TEST(fault_matrix)
 	const struct fault *f = &faults[_i];
 	const char **urls, **bodies;
 	struct http_resp *rs;
-	struct blackhole bh = { -1, 0, { -1, -1 } };
+	struct blackhole bh = {-1, 0, {-1, -1}};
 	struct badchunk bad;
 	char url[256], body[160], where[256], *cfg;
 	double worst = 0, worst_daemon = 0, best_daemon = 1e9;
@@ -423,9 +424,10 @@ START_TEST(fault_matrix)
 	case UP_DNS:
 		isolated = isolate_network();
 		if (!isolated)
-			fprintf(stderr, "faults: dns_failure runs without a private network namespace "
-					"(not root, or CK_FORK=no): the resolver of this host is asked "
-					"for nonexistent.invalid\n");
+			fprintf(stderr,
+				"faults: dns_failure runs without a private network namespace "
+				"(not root, or CK_FORK=no): the resolver of this host is asked "
+				"for nonexistent.invalid\n");
 		snprintf(url, sizeof url, "http://nonexistent.invalid/v1/chat/completions");
 		break;
 	case UP_BLACKHOLE:
@@ -450,13 +452,14 @@ START_TEST(fault_matrix)
 	rs = calloc((size_t)f->ncalls, sizeof *rs);
 	ck_assert(urls && bodies && rs);
 	snprintf(where, sizeof where, "%s/v1/routes/intent/call", T.base);
-	snprintf(body, sizeof body, "{\"input\":\"I want a refund\",\"budget_ms\":%d}", f->budget_ms);
+	snprintf(body, sizeof body, "{\"input\":\"I want a refund\",\"budget_ms\":%d}",
+		 f->budget_ms);
 	for (i = 0; i < f->ncalls; i++) {
 		urls[i] = where;
 		bodies[i] = body;
 	}
-	ck_assert_int_eq(http_do_many(f->ncalls, "POST", urls, bodies, NULL, f->budget_ms + 5000, rs),
-			 0);
+	ck_assert_int_eq(
+		http_do_many(f->ncalls, "POST", urls, bodies, NULL, f->budget_ms + 5000, rs), 0);
 	hwm_after = proc_status_kb(T.d.pid, "VmHWM");
 
 	slack = 30 + (itd_sanitized() ? 50 : 0);
@@ -490,7 +493,8 @@ START_TEST(fault_matrix)
 		http_resp_free(&rs[i]);
 	}
 	fprintf(stderr,
-		"faults %-32s %2d calls, budget %4d ms: daemon %4.0f..%4.0f ms, client worst %6.1f ms, "
+		"faults %-32s %2d calls, budget %4d ms: daemon %4.0f..%4.0f ms, client worst %6.1f "
+		"ms, "
 		"%d attempts\n",
 		f->name, f->ncalls, f->budget_ms, best_daemon, worst_daemon, worst, sum_attempts);
 	ck_assert_msg(worst_daemon <= f->budget_ms + 10 + (itd_sanitized() ? 15 : 0),
@@ -533,7 +537,8 @@ START_TEST(fault_matrix)
 
 		snprintf(sql, sizeof sql, "attempts WHERE outcome = '%s'", f->reason);
 		ck_assert_int_eq(itd_count(&T, sql), rows);
-		snprintf(sql, sizeof sql, "calls WHERE source = 'rules' AND reason = '%s'", f->reason);
+		snprintf(sql, sizeof sql, "calls WHERE source = 'rules' AND reason = '%s'",
+			 f->reason);
 		ck_assert_int_eq(itd_count(&T, sql), f->ncalls);
 		if (f->retry_after_ms > 0) {
 			snprintf(sql, sizeof sql, "attempts WHERE retry_after_ms = %d",
@@ -570,7 +575,7 @@ static char ns_name[32], veth_host[16], veth_ns[16], tool_ip[32], tool_tc[32], t
 static const char *
 find_tool(const char *name, char *out, size_t cap)
 {
-	static const char *const dirs[] = { "/usr/sbin", "/sbin", "/usr/bin", "/bin" };
+	static const char *const dirs[] = {"/usr/sbin", "/sbin", "/usr/bin", "/bin"};
 	size_t i;
 
 	for (i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
@@ -585,7 +590,7 @@ find_tool(const char *name, char *out, size_t cap)
 static int
 run(char *const argv[], char *out, size_t cap)
 {
-	int p[2] = { -1, -1 }, status = -1, devnull;
+	int p[2] = {-1, -1}, status = -1, devnull;
 	size_t len = 0;
 	ssize_t n;
 	pid_t pid;
@@ -726,7 +731,7 @@ netns_pick_subnet(void)
 	int x, k;
 
 	{
-		char *const argv[] = { tool_ip, "-4", "-o", "addr", "show", NULL };
+		char *const argv[] = {tool_ip, "-4", "-o", "addr", "show", NULL};
 
 		if (run(argv, out, sizeof out) != 0)
 			out[0] = '\0';
@@ -803,8 +808,10 @@ impair_without_netem(void)
 {
 	static const char *const rules[] = {
 		"add table inet fbimpair",
-		"add chain inet fbimpair in { type filter hook input priority 0 ; policy accept ; }",
-		"add chain inet fbimpair out { type filter hook output priority 0 ; policy accept ; }",
+		"add chain inet fbimpair in { type filter hook input priority 0 ; policy accept ; "
+		"}",
+		"add chain inet fbimpair out { type filter hook output priority 0 ; policy accept "
+		"; }",
 		"add rule inet fbimpair in numgen random mod 100 < 5 counter drop",
 		"add rule inet fbimpair out numgen random mod 100 < 5 counter drop",
 	};
@@ -827,8 +834,8 @@ impair_without_netem(void)
 static long long
 nft_dropped(void)
 {
-	char *argv[] = { tool_ip, "netns", "exec", ns_name, tool_nft, "list", "table", "inet",
-			 "fbimpair", NULL };
+	char *argv[] = {tool_ip, "netns", "exec", ns_name,    tool_nft,
+			"list",	 "table", "inet", "fbimpair", NULL};
 	char out[4096], *p;
 	long long n = 0;
 
@@ -841,7 +848,7 @@ nft_dropped(void)
 
 START_TEST(netem_delay_and_loss)
 {
-	struct proc nsmock = { -1, 0, -1 };
+	struct proc nsmock = {-1, 0, -1};
 	char host_addr[32], ns_addr[32], listen_at[48], base[64], url[128], *mock, *cfg;
 	long long rows, answered;
 	struct netrun nr;
@@ -874,23 +881,24 @@ START_TEST(netem_delay_and_loss)
 				"(no CAP_SYS_ADMIN in this container?)\n");
 		return;
 	}
-	ck_assert_int_eq(RUN(tool_ip, "link", "add", veth_host, "type", "veth", "peer", "name", veth_ns),
-			 0);
+	ck_assert_int_eq(
+		RUN(tool_ip, "link", "add", veth_host, "type", "veth", "peer", "name", veth_ns), 0);
 	ck_assert_int_eq(RUN(tool_ip, "link", "set", veth_ns, "netns", ns_name), 0);
 	ck_assert_int_eq(RUN(tool_ip, "addr", "add", host_addr, "dev", veth_host), 0);
 	ck_assert_int_eq(RUN(tool_ip, "link", "set", veth_host, "up"), 0);
-	ck_assert_int_eq(RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "addr", "add", ns_addr, "dev",
-			     veth_ns),
+	ck_assert_int_eq(RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "addr", "add", ns_addr,
+			     "dev", veth_ns),
 			 0);
-	ck_assert_int_eq(RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "link", "set", veth_ns, "up"),
+	ck_assert_int_eq(
+		RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "link", "set", veth_ns, "up"), 0);
+	ck_assert_int_eq(RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "link", "set", "lo", "up"),
 			 0);
-	ck_assert_int_eq(RUN(tool_ip, "netns", "exec", ns_name, tool_ip, "link", "set", "lo", "up"), 0);
 
 	mock = harness_path("contrib/fusebox-mockllm");
 	snprintf(listen_at, sizeof listen_at, "10.203.%d.2:0", x);
 	{
-		char *argv[] = { tool_ip, "netns", "exec", ns_name, mock, "--listen", listen_at,
-				 "--quiet", NULL };
+		char *argv[] = {tool_ip,    "netns",   "exec",	  ns_name, mock,
+				"--listen", listen_at, "--quiet", NULL};
 
 		ck_assert_int_eq(proc_spawn(&nsmock, argv, 10000), 0);
 	}
@@ -906,20 +914,21 @@ START_TEST(netem_delay_and_loss)
 	ck_assert_int_eq(nr.llm, 20);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "attempts"), ns_mock_requests(base));
-	fprintf(stderr, "netem baseline: 20 calls over veth %s, all llm, slowest %.1f ms\n", veth_host,
-		nr.worst);
+	fprintf(stderr, "netem baseline: 20 calls over veth %s, all llm, slowest %.1f ms\n",
+		veth_host, nr.worst);
 
-	if (RUN(tool_tc, "qdisc", "add", "dev", veth_host, "root", "netem", "delay", "100ms", "20ms",
-		"loss", "5%") == 0 &&
+	if (RUN(tool_tc, "qdisc", "add", "dev", veth_host, "root", "netem", "delay", "100ms",
+		"20ms", "loss", "5%") == 0 &&
 	    RUN(tool_ip, "netns", "exec", ns_name, tool_tc, "qdisc", "add", "dev", veth_ns, "root",
 		"netem", "delay", "100ms", "20ms", "loss", "5%") == 0) {
 		impair = "netem delay 100ms 20ms loss 5% both ways";
 	} else if (impair_without_netem() == 0) {
 		impair = "no sch_netem: tbf 1 Mbit/s + nftables random drop 5% both ways";
 	} else {
-		fprintf(stderr, "SKIP netem_delay_and_loss (impaired phase): tc qdisc netem refused "
-				"(kernel without sch_netem?) and tbf + nft unavailable (Debian "
-				"package nftables); the baseline over the veth passed\n");
+		fprintf(stderr,
+			"SKIP netem_delay_and_loss (impaired phase): tc qdisc netem refused "
+			"(kernel without sch_netem?) and tbf + nft unavailable (Debian "
+			"package nftables); the baseline over the veth passed\n");
 		goto out;
 	}
 	netns_calls(60, 10, budget, &nr);

@@ -188,8 +188,9 @@ nginx_write_conf(const struct nginx *n, const char *path)
 		"\tserver {\n\t\tlisten 127.0.0.1:%d http2;\n%s\t}\n"
 		"\tserver {\n\t\tlisten 127.0.0.1:%d;\n%s\t}\n"
 		"}\n",
-		n->dir, n->dir, n->N_LOG, n->keepalive_s > 0 ? n->keepalive_s : 75, n->dir, n->dir, n->dir, n->dir, n->dir, n->port[SRV_TLS],
-		n->N_CERT, n->N_KEY, loc, n->port[SRV_H2C], loc, n->port[SRV_H1], loc);
+		n->dir, n->dir, n->N_LOG, n->keepalive_s > 0 ? n->keepalive_s : 75, n->dir, n->dir,
+		n->dir, n->dir, n->dir, n->port[SRV_TLS], n->N_CERT, n->N_KEY, loc,
+		n->port[SRV_H2C], loc, n->port[SRV_H1], loc);
 	ck_assert_int_eq(fclose(fp), 0);
 }
 
@@ -617,9 +618,8 @@ proc_cpu_ms(pid_t pid)
 	p = strrchr(buf, ')');
 	ck_assert_ptr_nonnull(p);
 	/* after "pid (comm)": state is field 3; utime 14, stime 15 */
-	ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-				&st),
-			 2);
+	ck_assert_int_eq(
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st), 2);
 	return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
 }
 

@@ -16,11 +16,13 @@
 #define BACKENDS                                                                                   \
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","    \
 	"\"model\":\"big\",\"breaker\":{\"failure_threshold\":1000}},"                             \
-	"{\"name\":\"backup\",\"url\":\"@MOCK@/b/backup/v1/chat/completions\",\"model\":\"small\"," \
+	"{\"name\":\"backup\",\"url\":\"@MOCK@/b/backup/v1/chat/"                                  \
+	"completions\",\"model\":\"small\","                                                       \
 	"\"breaker\":{\"failure_threshold\":1000}}],"
 #define OUTPUT                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"],\"properties\":"    \
-	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\",\"other\"]}}}," \
+	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\","         \
+	"\"other\"]}}},"                                                                           \
 	"\"review_below\":0.0}"
 
 static struct itd T;
@@ -37,9 +39,10 @@ start(const char *route_extra)
 	char *cfg = NULL;
 
 	ck_assert_int_ge(asprintf(&cfg,
-				  HEAD BACKENDS "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,"
-						"\"targets\":[{\"backend\":\"primary\"}],"
-						"\"retry\":{\"max_retries\":0}," OUTPUT "%s%s}]}",
+				  HEAD BACKENDS
+				  "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,"
+				  "\"targets\":[{\"backend\":\"primary\"}],"
+				  "\"retry\":{\"max_retries\":0}," OUTPUT "%s%s}]}",
 				  route_extra[0] ? "," : "", route_extra),
 			 0);
 	ck_assert_int_eq(itd_start(&T, cfg), 0);
@@ -62,9 +65,11 @@ call(const char *body, long want)
 
 #define BACKUP "\"backup\":{\"targets\":[{\"backend\":\"backup\"}],\"temperature\":0.1}"
 #define RULES_NO_DEFAULT                                                                           \
-	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},\"confidence\":0.6}]}"
+	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
+	"\"confidence\":0.6}]}"
 #define CACHE "\"cache\":{\"enabled\":true,\"ttl_s\":3600}"
-#define PRESET "\"preset\":{\"result\":{\"intent\":\"other\"},\"text\":\"Sorry, try again shortly.\"}"
+#define PRESET                                                                                     \
+	"\"preset\":{\"result\":{\"intent\":\"other\"},\"text\":\"Sorry, try again shortly.\"}"
 
 START_TEST(primary_down_backup_answers)
 {
@@ -80,16 +85,19 @@ START_TEST(primary_down_backup_answers)
 	cJSON_Delete(o);
 	/* the backup step used its own temperature */
 	st = mock_stats(&T.mock);
-	body = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								       "backup"),
-						   "last_request"),
-				 "body");
+	body = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "backup"),
+			"last_request"),
+		"body");
 	ck_assert_double_eq_tol(itd_num(body, "temperature"), 0.1, 1e-9);
 	ck_assert_str_eq(itd_str(body, "model"), "small");
 	cJSON_Delete(st);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='primary' AND to_step='backup' "
-				       "AND reason='http_5xx'"), 1);
+	ck_assert_int_eq(itd_count(&T,
+				   "degradations WHERE from_step='primary' AND to_step='backup' "
+				   "AND reason='http_5xx'"),
+			 1);
 }
 END_TEST
 
@@ -107,8 +115,11 @@ START_TEST(both_down_rules_answer)
 	ck_assert_double_eq_tol(itd_num(o, "confidence"), 0.6, 1e-9);
 	cJSON_Delete(o);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "degradations WHERE to_step='rules' AND reason='validation_schema'"), 1);
-	ck_assert_int_eq(itd_count(&T, "validation_failures WHERE stage='schema' AND rule='enum'"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "degradations WHERE to_step='rules' AND reason='validation_schema'"),
+		1);
+	ck_assert_int_eq(itd_count(&T, "validation_failures WHERE stage='schema' AND rule='enum'"),
+			 1);
 }
 END_TEST
 
@@ -134,9 +145,11 @@ START_TEST(no_rule_then_cache_then_preset)
 	cJSON_Delete(o);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='rules' AND to_step='cache' "
-				       "AND reason='rules_no_match'"), 2);
+				       "AND reason='rules_no_match'"),
+			 2);
 	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='cache' AND to_step='preset' "
-				       "AND reason='cache_miss'"), 1);
+				       "AND reason='cache_miss'"),
+			 1);
 	/* the cache survives a restart (SQLite behind the memory front) */
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
@@ -176,7 +189,8 @@ START_TEST(exhausted_manual_enqueues_review)
 	cJSON_Delete(o);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE request_id='man-1' AND reason='manual' AND "
-				       "state='pending' AND input='unknown thing'"), 1);
+				       "state='pending' AND input='unknown thing'"),
+			 1);
 }
 END_TEST
 
@@ -185,8 +199,9 @@ START_TEST(escalation_and_recovery)
 	cJSON *o;
 	int i;
 
-	start(BACKUP "," RULES_NO_DEFAULT "," PRESET ",\"escalation\":{\"l1_after\":2,\"l2_after\":2,"
-		     "\"window_s\":60,\"error_rate\":1.0,\"min_calls\":1000,\"recover_after_s\":2}");
+	start(BACKUP
+	      "," RULES_NO_DEFAULT "," PRESET ",\"escalation\":{\"l1_after\":2,\"l2_after\":2,"
+	      "\"window_s\":60,\"error_rate\":1.0,\"min_calls\":1000,\"recover_after_s\":2}");
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"preset\":\"wrong_enum\"}"), 0);
 	ck_assert_int_eq(mock_set(&T.mock, "backup", "{\"status\":500}"), 0);
 	for (i = 0; i < 2; i++) {
@@ -224,10 +239,14 @@ START_TEST(escalation_and_recovery)
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 0 -> 1%'"), 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 2%'"), 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 2 -> 1%'"), 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 0%'"), 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 0 -> 1%'"),
+			 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 2%'"),
+			 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 2 -> 1%'"),
+			 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 0%'"),
+			 1);
 }
 END_TEST
 
@@ -265,7 +284,8 @@ START_TEST(async_job_runs_and_calls_back)
 	start(RULES_NO_DEFAULT);
 	cb = mock_url(&T.mock, "/b/callback/v1/chat/completions");
 	snprintf(body, sizeof body,
-		 "{\"input\":\"refund\",\"mode\":\"async\",\"request_id\":\"job-1\",\"callback_url\":\"%s\"}",
+		 "{\"input\":\"refund\",\"mode\":\"async\",\"request_id\":\"job-1\",\"callback_"
+		 "url\":\"%s\"}",
 		 cb);
 	free(cb);
 	o = call(body, 202);
@@ -281,10 +301,11 @@ START_TEST(async_job_runs_and_calls_back)
 	/* the callback arrived (the mock records any POST under /b/<name>/...) */
 	usleep(300 * 1000);
 	st = mock_stats(&T.mock);
-	last = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								       "callback"),
-						   "last_request"),
-				 "body");
+	last = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "callback"),
+			"last_request"),
+		"body");
 	ck_assert_str_eq(itd_str(last, "event"), "result");
 	ck_assert_str_eq(itd_str(last, "request_id"), "job-1");
 	cJSON_Delete(st);
@@ -315,14 +336,16 @@ START_TEST(async_job_survives_kill_9)
 	/* run again upstream with the same X-Request-ID, recorded once */
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 2);
 	st = mock_stats(&T.mock);
-	h = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"),
-								      "primary"),
-						  "last_request"),
-				"headers");
+	h = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(
+			cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), "primary"),
+			"last_request"),
+		"headers");
 	ck_assert_str_eq(itd_str(h, "x-request-id"), "job-k9");
 	cJSON_Delete(st);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "jobs WHERE request_id='job-k9' AND state='done' AND tries=2"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "jobs WHERE request_id='job-k9' AND state='done' AND tries=2"), 1);
 	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='job-k9'"), 1);
 	{
 		char *ic = db_scalar_text(T.db, "PRAGMA integrity_check");
@@ -342,13 +365,15 @@ slo_5m(const char *field)
 	cJSON *o, *w;
 	double v;
 
-	ck_assert_int_eq(itd_req(&T, "GET", "/v1/slo?route=intent", NULL, "view-token", 5000, &r), 0);
+	ck_assert_int_eq(itd_req(&T, "GET", "/v1/slo?route=intent", NULL, "view-token", 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	o = itd_json(&r);
 	http_resp_free(&r);
-	w = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
-						     "windows"),
-				"5m");
+	w = cJSON_GetObjectItem(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
+				    "windows"),
+		"5m");
 	v = itd_num(w, field);
 	cJSON_Delete(o);
 	return v;
@@ -361,20 +386,24 @@ START_TEST(cross_check_mismatch_goes_to_review)
 
 	start(RULES_NO_DEFAULT ",\"cross_check\":{\"backend\":\"backup\",\"sample_rate\":1.0,"
 			       "\"compare\":[\"intent\"]}");
-	ck_assert_int_eq(mock_set(&T.mock, "backup",
-				  "{\"content\":\"{\\\"intent\\\":\\\"complaint\\\"}\"}"), 0);
+	ck_assert_int_eq(
+		mock_set(&T.mock, "backup", "{\"content\":\"{\\\"intent\\\":\\\"complaint\\\"}\"}"),
+		0);
 	o = call("{\"input\":\"money back\",\"request_id\":\"xc-1\"}", 200);
 	ck_assert_str_eq(itd_str(o, "source"), "llm"); /* the caller never waits for it */
 	cJSON_Delete(o);
 	for (i = 0; i < 40 && itd_count(&T, "reviews WHERE reason='cross_check_mismatch'") < 1; i++)
 		usleep(50 * 1000);
-	ck_assert_int_eq(itd_count(&T, "reviews WHERE reason='cross_check_mismatch' AND request_id='xc-1' "
-				       "AND json_extract(result,'$.intent')='refund' AND "
-				       "json_extract(alt_result,'$.intent')='complaint'"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "reviews WHERE reason='cross_check_mismatch' AND request_id='xc-1' "
+			      "AND json_extract(result,'$.intent')='refund' AND "
+			      "json_extract(alt_result,'$.intent')='complaint'"),
+		1);
 	ck_assert_int_eq(mock_requests(&T.mock, "backup"), 1);
 	/* the cross-check asked with its own request id; no calls row of its own */
 	ck_assert_int_eq(itd_count(&T, "calls"), 1);
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE backend='backup' AND request_id='xc-1~xcheck'"), 1);
+	ck_assert_int_eq(
+		itd_count(&T, "attempts WHERE backend='backup' AND request_id='xc-1~xcheck'"), 1);
 	/* an agreeing backup: no new item, agreement 1 of 2 */
 	ck_assert_int_eq(mock_set(&T.mock, "backup", "{}"), 0);
 	o = call("{\"input\":\"money back\"}", 200);
@@ -408,7 +437,9 @@ START_TEST(level_3_queues_and_drains_when_released)
 
 	start(RULES_NO_DEFAULT);
 	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
-				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000,
+				 &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 	o = call("{\"input\":\"refund\",\"request_id\":\"l3-1\"}", 202);
@@ -420,7 +451,8 @@ START_TEST(level_3_queues_and_drains_when_released)
 	ck_assert_ptr_nonnull(o);
 	cJSON_Delete(o);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 0);
-	ck_assert_int_eq(itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
+	ck_assert_int_eq(
+		itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 	o = wait_status("l3-1", "done", 3000);
@@ -447,7 +479,9 @@ START_TEST(level_3_accepts_share_commits)
 
 	start(RULES_NO_DEFAULT);
 	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
-				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000,
+				 &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 	promises = itd_metric(&T, "fusebox_store_promises_total");
@@ -469,8 +503,10 @@ START_TEST(level_3_accepts_share_commits)
 	syncs = itd_metric(&T, "fusebox_store_sync_commits_total") - syncs;
 	ck_assert_msg(syncs >= 1 && syncs < 60, "%g fsyncs for 60 accepts", syncs);
 
-	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"refund\",\"request_id\":\"dup-1\"}",
-				       30, 10000, rs), 0);
+	ck_assert_int_eq(itd_call_many(&T, "intent",
+				       "{\"input\":\"refund\",\"request_id\":\"dup-1\"}", 30, 10000,
+				       rs),
+			 0);
 	for (i = 0; i < 30; i++) {
 		cJSON *o = itd_json(&rs[i]);
 
@@ -502,11 +538,14 @@ START_TEST(level_3_queue_beyond_memory)
 	setenv("FUSEBOX_JOBS_IN_MEMORY", "4", 1);
 	start(RULES_NO_DEFAULT);
 	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/level",
-				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000, &r), 0);
+				 "{\"level\":3,\"reason\":\"vendor incident\"}", "op-token", 5000,
+				 &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 	for (i = 0; i < 20; i++) {
-		snprintf(body, sizeof body, "{\"input\":\"refund\",\"request_id\":\"win-%02d\"}", i);
+		snprintf(body, sizeof body, "{\"input\":\"refund\",\"request_id\":\"win-%02d\"}",
+			 i);
 		o = call(body, 202);
 		ck_assert_str_eq(itd_str(o, "status"), "queued");
 		cJSON_Delete(o);
@@ -524,7 +563,8 @@ START_TEST(level_3_queue_beyond_memory)
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGKILL), 128 + SIGKILL);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
 	ck_assert_double_eq(itd_metric(&T, "fusebox_jobs_queued"), 20);
-	ck_assert_int_eq(itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
+	ck_assert_int_eq(
+		itd_req(&T, "DELETE", "/v1/routes/intent/level", NULL, "op-token", 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 	o = wait_status("win-19", "done", 10000);

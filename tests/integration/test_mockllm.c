@@ -18,14 +18,14 @@
 
 #include "harness.h"
 
-#define DEFAULT_CONTENT \
-	"{\"intent\":\"refund\",\"confidence\":0.92," \
+#define DEFAULT_CONTENT                                                                            \
+	"{\"intent\":\"refund\",\"confidence\":0.92,"                                              \
 	"\"summary\":\"customer wants a refund\"}"
-#define CHAT_BODY \
-	"{\"model\":\"gpt-test\",\"messages\":[{\"role\":\"user\"," \
+#define CHAT_BODY                                                                                  \
+	"{\"model\":\"gpt-test\",\"messages\":[{\"role\":\"user\","                                \
 	"\"content\":\"I want my money back\"}]}"
 
-static struct proc mock = { -1, 0, -1 };
+static struct proc mock = {-1, 0, -1};
 
 static void
 mock_setup(void)
@@ -48,20 +48,17 @@ mock_teardown(void)
 
 /* POST CHAT_BODY (or body) to backend (NULL: default), fill r. */
 static int
-chat(const char *backend, const char *body, long timeout_ms,
-    struct http_resp *r)
+chat(const char *backend, const char *body, long timeout_ms, struct http_resp *r)
 {
 	char path[128], *url;
 	int rc;
 
 	if (backend != NULL)
-		snprintf(path, sizeof path, "/b/%s/v1/chat/completions",
-		    backend);
+		snprintf(path, sizeof path, "/b/%s/v1/chat/completions", backend);
 	else
 		snprintf(path, sizeof path, "/v1/chat/completions");
 	url = mock_url(&mock, path);
-	rc = http_do("POST", url, body != NULL ? body : CHAT_BODY, NULL,
-	    timeout_ms, r);
+	rc = http_do("POST", url, body != NULL ? body : CHAT_BODY, NULL, timeout_ms, r);
 	free(url);
 	return rc;
 }
@@ -75,8 +72,8 @@ completion_content(const struct http_resp *r)
 	char *s = NULL;
 
 	j = cJSON_ParseWithLength(r->body, r->len);
-	c = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(
-	    cJSON_GetObjectItemCaseSensitive(j, "choices"), 0), "message");
+	c = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, "choices"), 0), "message");
 	c = cJSON_GetObjectItemCaseSensitive(c, "content");
 	if (cJSON_IsString(c))
 		s = strdup(c->valuestring);
@@ -93,8 +90,10 @@ stat_num(const char *backend, const char *key)
 	long n = -1;
 
 	s = mock_stats(&mock);
-	v = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(s, "backends"), backend), key);
+	v = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "backends"),
+						 backend),
+		key);
 	if (cJSON_IsNumber(v))
 		n = (long)v->valuedouble;
 	cJSON_Delete(s);
@@ -132,29 +131,22 @@ START_TEST(test_default_answer)
 	ck_assert_str_eq(be, "default");
 	j = cJSON_ParseWithLength(r.body, r.len);
 	ck_assert_ptr_nonnull(j);
-	ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring,
-	    "chat.completion");
-	ck_assert_str_eq(cJSON_GetObjectItem(j, "model")->valuestring,
-	    "gpt-test");
-	ck_assert_int_eq(strncmp(cJSON_GetObjectItem(j, "id")->valuestring,
-	    "mock-", 5), 0);
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring, "chat.completion");
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "model")->valuestring, "gpt-test");
+	ck_assert_int_eq(strncmp(cJSON_GetObjectItem(j, "id")->valuestring, "mock-", 5), 0);
 	ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(j, "created")));
 	ch = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0);
 	ck_assert_int_eq(cJSON_GetObjectItem(ch, "index")->valueint, 0);
-	ck_assert_str_eq(cJSON_GetObjectItem(ch, "finish_reason")->valuestring,
-	    "stop");
+	ck_assert_str_eq(cJSON_GetObjectItem(ch, "finish_reason")->valuestring, "stop");
 	msg = cJSON_GetObjectItem(ch, "message");
-	ck_assert_str_eq(cJSON_GetObjectItem(msg, "role")->valuestring,
-	    "assistant");
-	ck_assert_str_eq(cJSON_GetObjectItem(msg, "content")->valuestring,
-	    DEFAULT_CONTENT);
+	ck_assert_str_eq(cJSON_GetObjectItem(msg, "role")->valuestring, "assistant");
+	ck_assert_str_eq(cJSON_GetObjectItem(msg, "content")->valuestring, DEFAULT_CONTENT);
 	u = cJSON_GetObjectItem(j, "usage");
 	ck_assert_int_gt(cJSON_GetObjectItem(u, "prompt_tokens")->valueint, 0);
-	ck_assert_int_gt(cJSON_GetObjectItem(u, "completion_tokens")->valueint,
-	    0);
+	ck_assert_int_gt(cJSON_GetObjectItem(u, "completion_tokens")->valueint, 0);
 	ck_assert_int_eq(cJSON_GetObjectItem(u, "total_tokens")->valueint,
-	    cJSON_GetObjectItem(u, "prompt_tokens")->valueint +
-	    cJSON_GetObjectItem(u, "completion_tokens")->valueint);
+			 cJSON_GetObjectItem(u, "prompt_tokens")->valueint +
+				 cJSON_GetObjectItem(u, "completion_tokens")->valueint);
 	cJSON_Delete(j);
 	free(ct);
 	free(be);
@@ -163,26 +155,25 @@ START_TEST(test_default_answer)
 END_TEST
 
 static const struct {
-	const char	*preset;
-	const char	*content;
+	const char *preset;
+	const char *content;
 } presets[] = {
-	{ "good", DEFAULT_CONTENT },
-	{ "fenced", "```json\n" DEFAULT_CONTENT "\n```" },
-	{ "prose", "Sure! Here is the result: " DEFAULT_CONTENT
-	    " Hope this helps." },
-	{ "truncated", "{\"intent\":\"refund\",\"confid" },
-	{ "wrong_enum", "{\"intent\":\"banana\",\"confidence\":0.92,"
-	    "\"summary\":\"customer wants a refund\"}" },
-	{ "confidence_out_of_range", "{\"intent\":\"refund\","
-	    "\"confidence\":1.7,\"summary\":\"customer wants a refund\"}" },
-	{ "confidence_string", "{\"intent\":\"refund\","
-	    "\"confidence\":\"0.85\","
-	    "\"summary\":\"customer wants a refund\"}" },
-	{ "key_case", "{\"Intent\":\"refund\",\"CONFIDENCE\":0.9,"
-	    "\"Summary\":\"customer wants a refund\"}" },
-	{ "empty", "" },
-	{ "low_confidence", "{\"intent\":\"refund\",\"confidence\":0.4,"
-	    "\"summary\":\"customer wants a refund\"}" },
+	{"good", DEFAULT_CONTENT},
+	{"fenced", "```json\n" DEFAULT_CONTENT "\n```"},
+	{"prose", "Sure! Here is the result: " DEFAULT_CONTENT " Hope this helps."},
+	{"truncated", "{\"intent\":\"refund\",\"confid"},
+	{"wrong_enum", "{\"intent\":\"banana\",\"confidence\":0.92,"
+		       "\"summary\":\"customer wants a refund\"}"},
+	{"confidence_out_of_range", "{\"intent\":\"refund\","
+				    "\"confidence\":1.7,\"summary\":\"customer wants a refund\"}"},
+	{"confidence_string", "{\"intent\":\"refund\","
+			      "\"confidence\":\"0.85\","
+			      "\"summary\":\"customer wants a refund\"}"},
+	{"key_case", "{\"Intent\":\"refund\",\"CONFIDENCE\":0.9,"
+		     "\"Summary\":\"customer wants a refund\"}"},
+	{"empty", ""},
+	{"low_confidence", "{\"intent\":\"refund\",\"confidence\":0.4,"
+			   "\"summary\":\"customer wants a refund\"}"},
 };
 
 START_TEST(test_presets)
@@ -192,21 +183,21 @@ START_TEST(test_presets)
 	size_t i;
 
 	for (i = 0; i < sizeof presets / sizeof presets[0]; i++) {
-		if (asprintf(&beh, "{\"preset\":\"%s\"}", presets[i].preset) <
-		    0)
+		if (asprintf(&beh, "{\"preset\":\"%s\"}", presets[i].preset) < 0)
 			abort();
 		ck_assert_int_eq(mock_set(&mock, "p", beh), 0);
 		ck_assert_int_eq(chat("p", NULL, 5000, &r), 0);
 		ck_assert_int_eq(r.status, 200);
 		c = completion_content(&r);
-		ck_assert_msg(c != NULL && strcmp(c, presets[i].content) == 0,
-		    "preset %s: got %s", presets[i].preset, c);
+		ck_assert_msg(c != NULL && strcmp(c, presets[i].content) == 0, "preset %s: got %s",
+			      presets[i].preset, c);
 		free(c);
 		free(beh);
 		http_resp_free(&r);
 	}
-	ck_assert_int_eq(mock_set(&mock, "p",
-	    "{\"content\":\"plain \\\"text\\\"\",\"preset\":\"fenced\"}"), 0);
+	ck_assert_int_eq(
+		mock_set(&mock, "p", "{\"content\":\"plain \\\"text\\\"\",\"preset\":\"fenced\"}"),
+		0);
 	ck_assert_int_eq(chat("p", NULL, 5000, &r), 0);
 	c = completion_content(&r);
 	ck_assert_str_eq(c, "plain \"text\"");
@@ -223,24 +214,21 @@ START_TEST(test_delay)
 	ck_assert_int_eq(mock_set(&mock, "d", "{\"delay_ms\":300}"), 0);
 	ck_assert_int_eq(chat("d", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
-	ck_assert_msg(r.elapsed_ms >= 290 && r.elapsed_ms < 1000,
-	    "elapsed %.1f ms", r.elapsed_ms);
+	ck_assert_msg(r.elapsed_ms >= 290 && r.elapsed_ms < 1000, "elapsed %.1f ms", r.elapsed_ms);
 	http_resp_free(&r);
 
-	ck_assert_int_eq(mock_set(&mock, "d",
-	    "{\"delay_min_ms\":100,\"delay_max_ms\":200}"), 0);
+	ck_assert_int_eq(mock_set(&mock, "d", "{\"delay_min_ms\":100,\"delay_max_ms\":200}"), 0);
 	for (i = 0; i < 3; i++) {
 		ck_assert_int_eq(chat("d", NULL, 5000, &r), 0);
-		ck_assert_msg(r.elapsed_ms >= 95 && r.elapsed_ms < 700,
-		    "elapsed %.1f ms", r.elapsed_ms);
+		ck_assert_msg(r.elapsed_ms >= 95 && r.elapsed_ms < 700, "elapsed %.1f ms",
+			      r.elapsed_ms);
 		http_resp_free(&r);
 	}
 
 	ck_assert_int_eq(mock_set(&mock, "d", "{\"hang_ms\":200}"), 0);
 	ck_assert_int_eq(chat("d", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
-	ck_assert_msg(r.elapsed_ms >= 190 && r.elapsed_ms < 900,
-	    "elapsed %.1f ms", r.elapsed_ms);
+	ck_assert_msg(r.elapsed_ms >= 190 && r.elapsed_ms < 900, "elapsed %.1f ms", r.elapsed_ms);
 	http_resp_free(&r);
 }
 END_TEST
@@ -252,8 +240,7 @@ START_TEST(test_status)
 	char *ra;
 	cJSON *j;
 
-	ck_assert_int_eq(mock_set(&mock, "s",
-	    "{\"status\":503,\"retry_after\":\"7\"}"), 0);
+	ck_assert_int_eq(mock_set(&mock, "s", "{\"status\":503,\"retry_after\":\"7\"}"), 0);
 	ck_assert_int_eq(chat("s", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 503);
 	ra = http_resp_header(&r, "Retry-After");
@@ -261,8 +248,7 @@ START_TEST(test_status)
 	free(ra);
 	j = cJSON_ParseWithLength(r.body, r.len);
 	e = cJSON_GetObjectItem(j, "error");
-	ck_assert_str_eq(cJSON_GetObjectItem(e, "type")->valuestring,
-	    "server_error");
+	ck_assert_str_eq(cJSON_GetObjectItem(e, "type")->valuestring, "server_error");
 	ck_assert(cJSON_IsString(cJSON_GetObjectItem(e, "message")));
 	cJSON_Delete(j);
 	http_resp_free(&r);
@@ -275,8 +261,9 @@ START_TEST(test_status)
 	http_resp_free(&r);
 
 	ck_assert_int_eq(mock_set(&mock, "s",
-	    "{\"status\":200,\"body\":\"<html>oops\",\"content_type\":"
-	    "\"text/html\"}"), 0);
+				  "{\"status\":200,\"body\":\"<html>oops\",\"content_type\":"
+				  "\"text/html\"}"),
+			 0);
 	ck_assert_int_eq(chat("s", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(r.body, "<html>oops");
@@ -302,9 +289,11 @@ raw_chat(const char *backend)
 	sin.sin_port = htons((uint16_t)mock.port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
-	n = snprintf(req, sizeof req, "POST /b/%s/v1/chat/completions "
-	    "HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-	    "Content-Length: 2\r\n\r\n{}", backend);
+	n = snprintf(req, sizeof req,
+		     "POST /b/%s/v1/chat/completions "
+		     "HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+		     "Content-Length: 2\r\n\r\n{}",
+		     backend);
 	ck_assert_int_eq(write(fd, req, (size_t)n), n);
 	return fd;
 }
@@ -344,8 +333,7 @@ START_TEST(test_reset)
 	ck_assert_int_eq(r.len, 0);
 	http_resp_free(&r);
 
-	ck_assert_int_eq(mock_set(&mock, "r", "{\"reset_after_bytes\":10}"),
-	    0);
+	ck_assert_int_eq(mock_set(&mock, "r", "{\"reset_after_bytes\":10}"), 0);
 	ck_assert_int_eq(chat("r", NULL, 5000, &r), CURLE_PARTIAL_FILE);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_int_eq(r.len, 10);
@@ -360,13 +348,11 @@ START_TEST(test_drip)
 {
 	struct http_resp r;
 
-	ck_assert_int_eq(mock_set(&mock, "dr",
-	    "{\"drip_ms\":20,\"body\":\"0123456789\"}"), 0);
+	ck_assert_int_eq(mock_set(&mock, "dr", "{\"drip_ms\":20,\"body\":\"0123456789\"}"), 0);
 	ck_assert_int_eq(chat("dr", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_str_eq(r.body, "0123456789");
-	ck_assert_msg(r.elapsed_ms >= 170 && r.elapsed_ms < 1500,
-	    "elapsed %.1f ms", r.elapsed_ms);
+	ck_assert_msg(r.elapsed_ms >= 170 && r.elapsed_ms < 1500, "elapsed %.1f ms", r.elapsed_ms);
 	http_resp_free(&r);
 
 	/* A drip that outlasts the client's patience. */
@@ -400,20 +386,20 @@ END_TEST
 
 START_TEST(test_script)
 {
-	static const long want[] = { 500, 502, 200, 200 };
+	static const long want[] = {500, 502, 200, 200};
 	struct http_resp r;
 	size_t i;
 
 	ck_assert_int_eq(mock_set(&mock, "sc",
-	    "{\"preset\":\"prose\",\"script\":[{\"status\":500},"
-	    "{\"status\":502,\"retry_after\":1}]}"), 0);
+				  "{\"preset\":\"prose\",\"script\":[{\"status\":500},"
+				  "{\"status\":502,\"retry_after\":1}]}"),
+			 0);
 	ck_assert_int_eq(stat_num("sc", "script_left"), 2);
 	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
 		ck_assert_int_eq(chat("sc", NULL, 5000, &r), 0);
 		ck_assert_int_eq(r.status, want[i]);
 		if (want[i] == 200)
-			ck_assert_ptr_nonnull(strstr(r.body,
-			    "Hope this helps"));
+			ck_assert_ptr_nonnull(strstr(r.body, "Hope this helps"));
 		http_resp_free(&r);
 	}
 	ck_assert_int_eq(stat_num("sc", "script_left"), 0);
@@ -427,8 +413,7 @@ START_TEST(test_body_bytes)
 	char *c;
 	cJSON *j;
 
-	ck_assert_int_eq(mock_set(&mock, "big", "{\"body_bytes\":5000000}"),
-	    0);
+	ck_assert_int_eq(mock_set(&mock, "big", "{\"body_bytes\":5000000}"), 0);
 	ck_assert_int_eq(chat("big", NULL, 20000, &r), 0);
 	ck_assert_int_eq(r.status, 200);
 	ck_assert_int_eq(r.len, 5000000);
@@ -437,8 +422,7 @@ START_TEST(test_body_bytes)
 	ck_assert_int_gt(strlen(c), 4000000);
 	j = cJSON_Parse(c);
 	ck_assert_ptr_nonnull(j);
-	ck_assert_str_eq(cJSON_GetObjectItem(j, "intent")->valuestring,
-	    "refund");
+	ck_assert_str_eq(cJSON_GetObjectItem(j, "intent")->valuestring, "refund");
 	cJSON_Delete(j);
 	free(c);
 	http_resp_free(&r);
@@ -447,11 +431,11 @@ END_TEST
 
 /* A streaming client that notes when each "data:" event arrives. */
 struct sse {
-	char	 buf[16384];
-	size_t	 len;
-	int64_t	 start;
-	int64_t	 at[32];
-	int	 nevents;
+	char buf[16384];
+	size_t len;
+	int64_t start;
+	int64_t at[32];
+	int nevents;
 };
 
 static size_t
@@ -485,8 +469,9 @@ START_TEST(test_stream)
 	long status = 0;
 	int nchunks = 0, done = 0;
 
-	ck_assert_int_eq(mock_set(&mock, "st",
-	    "{\"stream_first_delay_ms\":200,\"stream_chunk_ms\":100}"), 0);
+	ck_assert_int_eq(
+		mock_set(&mock, "st", "{\"stream_first_delay_ms\":200,\"stream_chunk_ms\":100}"),
+		0);
 	memset(&s, 0, sizeof s);
 	url = mock_url(&mock, "/b/st/v1/chat/completions");
 	e = curl_easy_init();
@@ -494,8 +479,7 @@ START_TEST(test_stream)
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS,
-	    "{\"model\":\"m\",\"stream\":true}");
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{\"model\":\"m\",\"stream\":true}");
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sse_write);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
@@ -509,12 +493,10 @@ START_TEST(test_stream)
 
 	/* 4 content events, the finish event and [DONE]. */
 	ck_assert_int_eq(s.nevents, 6);
-	ck_assert_msg(s.at[0] >= 190, "first event at %lld ms",
-	    (long long)s.at[0]);
+	ck_assert_msg(s.at[0] >= 190, "first event at %lld ms", (long long)s.at[0]);
 	ck_assert_msg(s.at[3] - s.at[0] >= 250, "events spread %lld ms",
-	    (long long)(s.at[3] - s.at[0]));
-	ck_assert_msg(s.at[1] - s.at[0] >= 80, "gap %lld ms",
-	    (long long)(s.at[1] - s.at[0]));
+		      (long long)(s.at[3] - s.at[0]));
+	ck_assert_msg(s.at[1] - s.at[0] >= 80, "gap %lld ms", (long long)(s.at[1] - s.at[0]));
 	for (line = s.buf; *line != '\0'; line = nl + 1) {
 		nl = strchr(line, '\n');
 		ck_assert_ptr_nonnull(nl);
@@ -530,13 +512,12 @@ START_TEST(test_stream)
 		j = cJSON_Parse(line + 6);
 		ck_assert_ptr_nonnull(j);
 		ck_assert_str_eq(cJSON_GetObjectItem(j, "object")->valuestring,
-		    "chat.completion.chunk");
-		d = cJSON_GetObjectItem(cJSON_GetArrayItem(
-		    cJSON_GetObjectItem(j, "choices"), 0), "delta");
+				 "chat.completion.chunk");
+		d = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "choices"), 0),
+					"delta");
 		c = cJSON_GetObjectItem(d, "content");
 		if (cJSON_IsString(c)) {
-			strncat(all, c->valuestring,
-			    sizeof all - strlen(all) - 1);
+			strncat(all, c->valuestring, sizeof all - strlen(all) - 1);
 			nchunks++;
 		}
 		cJSON_Delete(j);
@@ -550,7 +531,7 @@ END_TEST
 START_TEST(test_stats_concurrency)
 {
 	const char *urls[20], *bodies[20];
-	static const char *const hdrs[] = { "X-Test: One", NULL };
+	static const char *const hdrs[] = {"X-Test: One", NULL};
 	struct http_resp r[20];
 	const cJSON *be, *last, *arr;
 	cJSON *s;
@@ -565,14 +546,14 @@ START_TEST(test_stats_concurrency)
 		bodies[i] = CHAT_BODY;
 	}
 	t0 = harness_now_ms();
-	ck_assert_int_eq(http_do_many(20, "POST", urls, bodies, hdrs, 5000, r),
-	    0);
-	ck_assert_msg(harness_now_ms() - t0 < 1500, "20 delayed requests "
-	    "took %lld ms", (long long)(harness_now_ms() - t0));
+	ck_assert_int_eq(http_do_many(20, "POST", urls, bodies, hdrs, 5000, r), 0);
+	ck_assert_msg(harness_now_ms() - t0 < 1500,
+		      "20 delayed requests "
+		      "took %lld ms",
+		      (long long)(harness_now_ms() - t0));
 	for (i = 0; i < 20; i++) {
 		ck_assert_int_eq(r[i].status, 200);
-		ck_assert_msg(r[i].elapsed_ms >= 490, "elapsed %.1f",
-		    r[i].elapsed_ms);
+		ck_assert_msg(r[i].elapsed_ms >= 490, "elapsed %.1f", r[i].elapsed_ms);
 		http_resp_free(&r[i]);
 	}
 	free(url);
@@ -586,12 +567,14 @@ START_TEST(test_stats_concurrency)
 	arr = cJSON_GetObjectItem(be, "arrivals_ms");
 	ck_assert_int_eq(cJSON_GetArraySize(arr), 20);
 	ck_assert(cJSON_GetArrayItem(arr, 0)->valuedouble <=
-	    cJSON_GetArrayItem(arr, 19)->valuedouble);
+		  cJSON_GetArrayItem(arr, 19)->valuedouble);
 	last = cJSON_GetObjectItem(be, "last_request");
-	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(last,
-	    "headers"), "x-test")->valuestring, "One");
-	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(last,
-	    "body"), "model")->valuestring, "gpt-test");
+	ck_assert_str_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(last, "headers"), "x-test")->valuestring,
+		"One");
+	ck_assert_str_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(last, "body"), "model")->valuestring,
+		"gpt-test");
 	cJSON_Delete(s);
 }
 END_TEST
@@ -616,11 +599,10 @@ START_TEST(test_many_hanging)
 		bodies[i] = CHAT_BODY;
 	}
 	t0 = harness_now_ms();
-	ck_assert_int_eq(http_do_many(N, "POST", urls, bodies, NULL, 20000, r),
-	    0);
+	ck_assert_int_eq(http_do_many(N, "POST", urls, bodies, NULL, 20000, r), 0);
 	/* Generous: first-touch page faults dominate on small CI VMs. */
 	ck_assert_msg(harness_now_ms() - t0 < 25000, "took %lld ms",
-	    (long long)(harness_now_ms() - t0));
+		      (long long)(harness_now_ms() - t0));
 	for (i = 0; i < N; i++) {
 		ck_assert_int_eq(r[i].status, 200);
 		http_resp_free(&r[i]);
@@ -660,15 +642,12 @@ START_TEST(test_bad_control)
 	char *url, *big;
 
 	ck_assert_int_eq(mock_set(&mock, "x", "{\"delay_ms\":"), -EINVAL);
-	ck_assert_int_eq(mock_set(&mock, "x", "{\"delay_ms\":\"5\"}"),
-	    -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "x", "{\"delay_ms\":\"5\"}"), -EINVAL);
 	ck_assert_int_eq(mock_set(&mock, "x", "{\"delay\":5}"), -EINVAL);
-	ck_assert_int_eq(mock_set(&mock, "x", "{\"preset\":\"nope\"}"),
-	    -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "x", "{\"preset\":\"nope\"}"), -EINVAL);
 	ck_assert_int_eq(mock_set(&mock, "x", "{\"status\":99}"), -EINVAL);
 	ck_assert_int_eq(mock_set(&mock, "x", "[1]"), -EINVAL);
-	ck_assert_int_eq(mock_set(&mock, "x",
-	    "{\"script\":[{\"script\":[]}]}"), -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "x", "{\"script\":[{\"script\":[]}]}"), -EINVAL);
 
 	url = mock_url(&mock, "/_mock/backends/x");
 	ck_assert_int_eq(http_do("PUT", url, "nope", NULL, 5000, &r), 0);
@@ -699,8 +678,7 @@ START_TEST(test_reset_all)
 	struct http_resp r;
 	char *c;
 
-	ck_assert_int_eq(mock_set(&mock, "z",
-	    "{\"status\":500,\"script\":[{\"status\":502}]}"), 0);
+	ck_assert_int_eq(mock_set(&mock, "z", "{\"status\":500,\"script\":[{\"status\":502}]}"), 0);
 	ck_assert_int_eq(chat("z", NULL, 5000, &r), 0);
 	ck_assert_int_eq(r.status, 502);
 	http_resp_free(&r);
@@ -724,8 +702,7 @@ START_TEST(test_shutdown)
 	int64_t t0;
 
 	ck_assert_int_eq(mock_set(&mock, "h", "{\"hang\":true}"), 0);
-	ck_assert_int_eq(mock_set(&mock, "d",
-	    "{\"drip_ms\":1000}"), 0);
+	ck_assert_int_eq(mock_set(&mock, "d", "{\"drip_ms\":1000}"), 0);
 	fd1 = raw_chat("h");
 	fd2 = raw_chat("d");
 	ck_assert_int_eq(stat_wait("h", "inflight", 1, 2000), 1);
@@ -734,7 +711,7 @@ START_TEST(test_shutdown)
 	status = proc_kill(&mock, SIGTERM);
 	ck_assert_int_eq(status, 0);
 	ck_assert_msg(harness_now_ms() - t0 < 2000, "stop took %lld ms",
-	    (long long)(harness_now_ms() - t0));
+		      (long long)(harness_now_ms() - t0));
 	close(fd1);
 	close(fd2);
 }
@@ -744,26 +721,26 @@ static Suite *
 mockllm_suite(void)
 {
 	const struct {
-		const char	*name;
-		const TTest	*test;
+		const char *name;
+		const TTest *test;
 	} cases[] = {
-		{ "default_answer", test_default_answer },
-		{ "presets", test_presets },
-		{ "delay", test_delay },
-		{ "status", test_status },
-		{ "hang", test_hang },
-		{ "reset", test_reset },
-		{ "drip", test_drip },
-		{ "truncate", test_truncate },
-		{ "script", test_script },
-		{ "body_bytes", test_body_bytes },
-		{ "stream", test_stream },
-		{ "stats_concurrency", test_stats_concurrency },
-		{ "many_hanging", test_many_hanging },
-		{ "isolation", test_isolation },
-		{ "bad_control", test_bad_control },
-		{ "reset_all", test_reset_all },
-		{ "shutdown", test_shutdown },
+		{"default_answer", test_default_answer},
+		{"presets", test_presets},
+		{"delay", test_delay},
+		{"status", test_status},
+		{"hang", test_hang},
+		{"reset", test_reset},
+		{"drip", test_drip},
+		{"truncate", test_truncate},
+		{"script", test_script},
+		{"body_bytes", test_body_bytes},
+		{"stream", test_stream},
+		{"stats_concurrency", test_stats_concurrency},
+		{"many_hanging", test_many_hanging},
+		{"isolation", test_isolation},
+		{"bad_control", test_bad_control},
+		{"reset_all", test_reset_all},
+		{"shutdown", test_shutdown},
 	};
 	Suite *s = suite_create("mockllm");
 	TCase *tc;

@@ -25,8 +25,9 @@
 
 #define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 #define RULES                                                                                      \
-	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}"
-#define OUTPUT "\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"]}}"
+	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0." \
+	"3}}"
+#define OUTPUT	 "\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"]}}"
 #define TIMEOUTS "\"timeouts\":{\"connect_ms\":300,\"first_byte_ms\":5000,\"total_ms\":5000}"
 
 static struct itd T;
@@ -116,7 +117,8 @@ world_yields(void)
 static void
 storm(int n, int budget_ms, struct http_resp *out)
 {
-	const char **urls = calloc((size_t)n, sizeof *urls), **bodies = calloc((size_t)n, sizeof *bodies);
+	const char **urls = calloc((size_t)n, sizeof *urls),
+		   **bodies = calloc((size_t)n, sizeof *bodies);
 	char where[128], body[96];
 	int i;
 
@@ -135,18 +137,21 @@ storm(int n, int budget_ms, struct http_resp *out)
 /* ---- bulkheads shed the excess, resources stay flat ---- */
 
 #define ADMITTED 20 /* primary 10 + backup 10 */
-#define CALLERS (10 * ADMITTED)
-#define ROUNDS 26
+#define CALLERS	 (10 * ADMITTED)
+#define ROUNDS	 26
 #define RSS_FROM 20 /* SQLite's page cache (2000 KiB) is full by then */
-#define BUDGET 500
+#define BUDGET	 500
 
 static const char *shed_config =
 	HEAD "\"backends\":["
-	     "{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\",\"model\":\"m\","
-	     TIMEOUTS ",\"max_concurrent\":10,\"breaker\":{\"failure_threshold\":100000}},"
-	     "{\"name\":\"backup\",\"url\":\"@MOCK@/b/backup/v1/chat/completions\",\"model\":\"s\","
-	     TIMEOUTS ",\"max_concurrent\":10,\"breaker\":{\"failure_threshold\":100000}}],"
-	     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,\"targets\":[{\"backend\":\"primary\"}],"
+	     "{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/"
+	     "completions\",\"model\":\"m\"," TIMEOUTS
+	     ",\"max_concurrent\":10,\"breaker\":{\"failure_threshold\":100000}},"
+	     "{\"name\":\"backup\",\"url\":\"@MOCK@/b/backup/v1/chat/"
+	     "completions\",\"model\":\"s\"," TIMEOUTS
+	     ",\"max_concurrent\":10,\"breaker\":{\"failure_threshold\":100000}}],"
+	     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,\"targets\":[{\"backend\":"
+	     "\"primary\"}],"
 	     "\"backup\":{\"targets\":[{\"backend\":\"backup\"}]},"
 	     "\"retry\":{\"max_retries\":0}," OUTPUT "," RULES "}]}";
 
@@ -167,7 +172,8 @@ cmp_double(const void *a, const void *b)
 static double all_shed[ROUNDS * CALLERS];
 static int nall_shed;
 
-/* One storm; warm: assert the shed latency (the first storm of a fresh daemon faults in its heap). */
+/* One storm; warm: assert the shed latency (the first storm of a fresh daemon faults in its heap).
+ */
 static void
 shed_round(struct round_stats *rs, int warm)
 {
@@ -213,7 +219,8 @@ shed_round(struct round_stats *rs, int warm)
 		memcpy(all_shed + nall_shed, shed_ms, sizeof shed_ms[0] * (size_t)rs->shed);
 		nall_shed += rs->shed;
 	}
-	ck_assert_msg(rs->admitted_worst <= BUDGET + 10 + (itd_sanitized() ? 15 : 0) + (warm ? 0 : 100),
+	ck_assert_msg(rs->admitted_worst <=
+			      BUDGET + 10 + (itd_sanitized() ? 15 : 0) + (warm ? 0 : 100),
 		      "an admitted call answered after %.0f ms", rs->admitted_worst);
 	/* The caller's clock also holds connecting 200 sockets through
 	 * the engine thread and this (deprioritised) thread's own scheduling. */
@@ -252,7 +259,8 @@ START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 		if (r > RSS_FROM && rss > rss_max)
 			rss_max = rss;
 		fprintf(stderr,
-			"overload round %2d: %d callers: %d shed (p50 %.0f, p95 %.0f, max %.0f ms), %d "
+			"overload round %2d: %d callers: %d shed (p50 %.0f, p95 %.0f, max %.0f "
+			"ms), %d "
 			"admitted (worst %.0f ms), caller worst %.1f ms; threads %d, fds %d, "
 			"RSS %lld kB\n",
 			r, CALLERS, rs.shed, rs.shed_p50, rs.shed_p95, rs.shed_worst, rs.admitted,
@@ -274,17 +282,18 @@ START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 	 * a queue behind the bulkhead) would break both.
 	 */
 	qsort(all_shed, (size_t)nall_shed, sizeof all_shed[0], cmp_double);
-	fprintf(stderr, "overload: %d shed calls in rounds 2-%d: p50 %.0f, p95 %.0f, p99 %.0f, max %.0f "
-			"ms (daemon clock)\n",
+	fprintf(stderr,
+		"overload: %d shed calls in rounds 2-%d: p50 %.0f, p95 %.0f, p99 %.0f, max %.0f "
+		"ms (daemon clock)\n",
 		nall_shed, ROUNDS, all_shed[nall_shed / 2], all_shed[nall_shed * 95 / 100],
 		all_shed[nall_shed * 99 / 100], all_shed[nall_shed - 1]);
 	/* ASan/UBSan make each call 3-10x dearer: the burst's queue is that
 	 * much longer; the sanitizer run is about memory, these bounds only
 	 * catch a shed path that blocks. */
-	ck_assert_msg(all_shed[nall_shed * 95 / 100] <= (itd_sanitized() ? 100 : 5), "shed p95 %.0f ms",
-		      all_shed[nall_shed * 95 / 100]);
-	ck_assert_msg(all_shed[nall_shed - 1] <= (itd_sanitized() ? 500 : 50), "a shed call took %.0f ms",
-		      all_shed[nall_shed - 1]);
+	ck_assert_msg(all_shed[nall_shed * 95 / 100] <= (itd_sanitized() ? 100 : 5),
+		      "shed p95 %.0f ms", all_shed[nall_shed * 95 / 100]);
+	ck_assert_msg(all_shed[nall_shed - 1] <= (itd_sanitized() ? 500 : 50),
+		      "a shed call took %.0f ms", all_shed[nall_shed - 1]);
 	/*
 	 * RSS. Until the DB outgrows the writer's SQLite page cache (2000 KiB;
 	 * 600 rows a round) RSS climbs ~200 kB a round, for ~15 rounds; then it
@@ -322,13 +331,13 @@ START_TEST(max_inflight_answers_429_at_once)
 	char *ra;
 
 	ck_assert_int_eq(
-		itd_start(&T,
-			  HEAD "\"max_inflight\":20,\"backends\":[{\"name\":\"primary\",\"url\":"
-			       "\"@MOCK@/b/primary/v1/chat/completions\",\"model\":\"m\"," TIMEOUTS
-			       ",\"max_concurrent\":100,\"breaker\":{\"failure_threshold\":100000}}],"
-			       "\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,"
-			       "\"targets\":[{\"backend\":\"primary\"}],\"retry\":{\"max_retries\":0},"
-			       OUTPUT "," RULES "}]}"),
+		itd_start(&T, HEAD
+			  "\"max_inflight\":20,\"backends\":[{\"name\":\"primary\",\"url\":"
+			  "\"@MOCK@/b/primary/v1/chat/completions\",\"model\":\"m\"," TIMEOUTS
+			  ",\"max_concurrent\":100,\"breaker\":{\"failure_threshold\":100000}}],"
+			  "\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,"
+			  "\"targets\":[{\"backend\":\"primary\"}],\"retry\":{\"max_retries\":0}"
+			  "," OUTPUT "," RULES "}]}"),
 		0);
 	world_yields();
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"hang\":true}"), 0);
@@ -346,15 +355,17 @@ START_TEST(max_inflight_answers_429_at_once)
 			cJSON *o = itd_json(&out[i]);
 
 			ck_assert_int_eq(out[i].status, 200);
-			ck_assert_msg(itd_num(o, "elapsed_ms") <= BUDGET + 10 + (itd_sanitized() ? 15 : 0),
+			ck_assert_msg(itd_num(o, "elapsed_ms") <=
+					      BUDGET + 10 + (itd_sanitized() ? 15 : 0),
 				      "admitted call took %.0f ms", itd_num(o, "elapsed_ms"));
 			cJSON_Delete(o);
 			n200++;
 		}
 		http_resp_free(&out[i]);
 	}
-	fprintf(stderr, "overload max_inflight %d: %d callers, %d admitted, %d got 429 (slowest "
-			"429 %.1f ms at the caller)\n",
+	fprintf(stderr,
+		"overload max_inflight %d: %d callers, %d admitted, %d got 429 (slowest "
+		"429 %.1f ms at the caller)\n",
 		CAP, N, n200, n429, worst429);
 	ck_assert_int_eq(n200, CAP);
 	ck_assert_int_eq(n429, N - CAP);
@@ -381,8 +392,8 @@ START_TEST(recovers_when_the_upstream_heals)
 			       ",\"max_concurrent\":10,\"breaker\":{\"mode\":\"consecutive\","
 			       "\"failure_threshold\":3,\"open_ms\":300,\"half_open_probes\":1}}],"
 			       "\"routes\":[{\"name\":\"intent\",\"budget_ms\":5000,"
-			       "\"targets\":[{\"backend\":\"primary\"}],\"retry\":{\"max_retries\":0},"
-			       OUTPUT "," RULES "}]}"),
+			       "\"targets\":[{\"backend\":\"primary\"}],\"retry\":{\"max_retries\":"
+			       "0}," OUTPUT "," RULES "}]}"),
 		0);
 	world_yields();
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"hang\":true}"), 0);
@@ -402,9 +413,11 @@ START_TEST(recovers_when_the_upstream_heals)
 	healed = harness_now_ms();
 	end = healed + 5000;
 	for (;;) {
-		ck_assert_msg(harness_now_ms() < end, "no model answer 5 s after the upstream healed");
-		ck_assert_int_eq(itd_call(&T, "intent", "{\"input\":\"x\",\"budget_ms\":2000}", 5000, &r),
-				 0);
+		ck_assert_msg(harness_now_ms() < end,
+			      "no model answer 5 s after the upstream healed");
+		ck_assert_int_eq(
+			itd_call(&T, "intent", "{\"input\":\"x\",\"budget_ms\":2000}", 5000, &r),
+			0);
 		ck_assert_int_eq(r.status, 200);
 		o = itd_json(&r);
 		polls++;
@@ -415,13 +428,15 @@ START_TEST(recovers_when_the_upstream_heals)
 			break;
 		usleep(50 * 1000);
 	}
-	fprintf(stderr, "overload: first model answer %lld ms after the upstream healed (%d calls)\n",
+	fprintf(stderr,
+		"overload: first model answer %lld ms after the upstream healed (%d calls)\n",
 		(long long)(harness_now_ms() - healed), polls);
 	/* closed again: a full bulkhead's worth of concurrent calls, all from the model */
 	storm(10, 2000, out);
 	for (i = 0; i < 10; i++) {
 		o = itd_json(&out[i]);
-		ck_assert_msg(strcmp(itd_str(o, "source"), "llm") == 0, "call %d: %s", i, out[i].body);
+		ck_assert_msg(strcmp(itd_str(o, "source"), "llm") == 0, "call %d: %s", i,
+			      out[i].body);
 		cJSON_Delete(o);
 		http_resp_free(&out[i]);
 	}

@@ -20,28 +20,36 @@ static struct itd T;
 
 static const char *v1 =
 	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
-	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\",\"model\":\"m\","
+	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/"
+	"completions\",\"model\":\"m\","
 	"\"breaker\":{\"failure_threshold\":2,\"open_ms\":60000}}],"
-	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary\"}],"
+	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary\"}"
+	"],"
 	"\"retry\":{\"max_retries\":0},"
-	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}}]}";
+	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}"
+	"}}]}";
 
 /* v2: a second backend and route; intent now on both backends. */
 static const char *v2 =
 	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
-	"\"backends\":[{\"name\":\"secondary\",\"url\":\"@MOCK@/b/secondary/v1/chat/completions\",\"model\":\"m2\"},"
+	"\"backends\":[{\"name\":\"secondary\",\"url\":\"@MOCK@/b/secondary/v1/chat/"
+	"completions\",\"model\":\"m2\"},"
 	"{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\",\"model\":\"m\","
 	"\"breaker\":{\"failure_threshold\":2,\"open_ms\":60000}}],"
 	"\"routes\":[{\"name\":\"ticket\",\"targets\":[{\"backend\":\"secondary\"}]},"
-	"{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary\",\"weight\":1},"
+	"{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary\",\"weight\":"
+	"1},"
 	"{\"backend\":\"secondary\",\"weight\":1}],\"retry\":{\"max_retries\":0},"
-	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}}}]}";
+	"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"},\"confidence\":0.3}"
+	"}}]}";
 
 /* v3: primary removed entirely. */
 static const char *v3 =
 	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
-	"\"backends\":[{\"name\":\"secondary\",\"url\":\"@MOCK@/b/secondary/v1/chat/completions\",\"model\":\"m2\"}],"
-	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":\"secondary\"}],"
+	"\"backends\":[{\"name\":\"secondary\",\"url\":\"@MOCK@/b/secondary/v1/chat/"
+	"completions\",\"model\":\"m2\"}],"
+	"\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"targets\":[{\"backend\":"
+	"\"secondary\"}],"
 	"\"retry\":{\"max_retries\":0}}]}";
 
 static void
@@ -62,9 +70,9 @@ backend_state(const char *name)
 {
 	cJSON *st = itd_expect(&T, "GET", "/v1/state", NULL, OP, 200), *b, *out = NULL;
 
-	cJSON_ArrayForEach(b, cJSON_GetObjectItem(st, "backends"))
-		if (strcmp(itd_str(b, "name"), name) == 0)
-			out = cJSON_Duplicate(b, 1);
+	cJSON_ArrayForEach(
+		b, cJSON_GetObjectItem(st, "backends")) if (strcmp(itd_str(b, "name"), name) == 0)
+		out = cJSON_Duplicate(b, 1);
 	cJSON_Delete(st);
 	return out;
 }

@@ -25,14 +25,15 @@
 
 #include "itd.h"
 
-#define OP "op-token"
-#define OP2 "op2-token"
+#define OP   "op-token"
+#define OP2  "op2-token"
 #define VIEW "view-token"
 
 #define SCHEMA                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\",\"confidence\"],"    \
-	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","     \
-	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}}}," \
+	"\"properties\":{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\","      \
+	"\"consult\",\"other\"]},\"confidence\":{\"type\":\"number\",\"minimum\":0,\"maximum\":1}" \
+	"}},"                                                                                      \
 	"\"review_below\":0.7}"
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
@@ -54,7 +55,8 @@ config(const char *mock, const char *db, const char *extra)
 		     "{\"listen\":\"127.0.0.1:0\",\"database\":\"%s\",\"tokens_file\":\"tokens\","
 		     "\"backends\":[{\"name\":\"primary\",\"url\":\"%s/b/primary/v1/chat/"
 		     "completions\",\"model\":\"m\",\"breaker\":{\"failure_threshold\":1000}}],"
-		     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"retry\":{\"max_retries\":0},"
+		     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"retry\":{\"max_"
+		     "retries\":0},"
 		     "\"targets\":[{\"backend\":\"primary\",\"weight\":1}]," SCHEMA "%s%s}]}",
 		     db, mock, extra[0] ? "," : "", extra) < 0)
 		abort();
@@ -178,7 +180,7 @@ two_operators(void)
 static void
 sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 		;
@@ -200,9 +202,9 @@ START_TEST(items_made_together_share_commits)
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"preset\":\"low_confidence\"}"), 0);
 	promises = itd_metric(&T, "fusebox_store_promises_total");
 	syncs = itd_metric(&T, "fusebox_store_sync_commits_total");
-	ck_assert_int_eq(itd_call_many(&T, "intent", "{\"input\":\"I want my money back\"}", 40,
-				       10000, rs),
-			 0);
+	ck_assert_int_eq(
+		itd_call_many(&T, "intent", "{\"input\":\"I want my money back\"}", 40, 10000, rs),
+		0);
 	for (i = 0; i < 40; i++) {
 		cJSON *o = itd_json(&rs[i]);
 
@@ -229,8 +231,9 @@ START_TEST(low_confidence_answer_is_queued_at_once)
 
 	start("");
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"preset\":\"low_confidence\"}"), 0);
-	ck_assert_int_eq(itd_call(&T, "intent", "{\"input\":\"I want my money back\","
-						"\"request_id\":\"lc-1\"}",
+	ck_assert_int_eq(itd_call(&T, "intent",
+				  "{\"input\":\"I want my money back\","
+				  "\"request_id\":\"lc-1\"}",
 				  10000, &r),
 			 0);
 	ck_assert_int_eq(r.status, 200);
@@ -403,8 +406,8 @@ START_TEST(overdue_is_reported_once)
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 1);
 	cJSON_Delete(o);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue' AND subject = 'intent'"),
-			 1);
+	ck_assert_int_eq(
+		itd_count(&T, "events WHERE kind = 'review_overdue' AND subject = 'intent'"), 1);
 	/* an overdue item feeds an alert */
 	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overdue' AND route = 'intent' "
 				       "AND state = 'firing'"),
@@ -425,8 +428,8 @@ START_TEST(overdue_is_reported_once)
 	cJSON_Delete(o);
 	sleep_ms(1500);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overdue' AND state = 'resolved'"),
-			 1);
+	ck_assert_int_eq(
+		itd_count(&T, "alerts WHERE rule = 'review_overdue' AND state = 'resolved'"), 1);
 }
 END_TEST
 
@@ -469,9 +472,10 @@ START_TEST(claim_conflicts_between_operators)
 	ck_assert_str_eq(itd_str(o, "reviewer"), "bob");
 	cJSON_Delete(o);
 	/* every change is audited, committed before the answer */
-	ck_assert_int_eq(itd_count(&T, "audit WHERE action = 'review.claim' AND actor = 'alice' AND "
-				       "target = 'review:1' AND json_extract(after, '$.state') = "
-				       "'claimed' AND remote IS NOT NULL"),
+	ck_assert_int_eq(itd_count(&T,
+				   "audit WHERE action = 'review.claim' AND actor = 'alice' AND "
+				   "target = 'review:1' AND json_extract(after, '$.state') = "
+				   "'claimed' AND remote IS NOT NULL"),
 			 1);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action = 'review.decision'"), 2);
 	ck_assert_int_eq(itd_count(&T, "audit WHERE action = 'review.decision' AND actor = 'bob' "
@@ -503,8 +507,8 @@ START_TEST(decisions_and_validation)
 	act_error(a, "decision",
 		  "{\"verdict\":\"correct\",\"result\":{\"intent\":\"banana\",\"confidence\":1}}",
 		  OP, 400, "bad_request", "result.intent");
-	act_error(a, "decision", "{\"verdict\":\"correct\",\"result\":{\"intent\":\"refund\"}}",
-		  OP, 400, "bad_request", "result.confidence");
+	act_error(a, "decision", "{\"verdict\":\"correct\",\"result\":{\"intent\":\"refund\"}}", OP,
+		  400, "bad_request", "result.confidence");
 	act_error(a, "decision", "{\"verdict\":\"correct\",\"result\":\"refund\"}", OP, 400,
 		  "bad_request", "result");
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 3);
@@ -531,7 +535,8 @@ START_TEST(decisions_and_validation)
 	/* decided is final */
 	act_error(a, "decision", "{\"verdict\":\"approve\"}", OP, 409, "already_decided",
 		  "corrected");
-	act_error(c, "decision", "{\"verdict\":\"reject\"}", OP, 409, "already_decided", "rejected");
+	act_error(c, "decision", "{\"verdict\":\"reject\"}", OP, 409, "already_decided",
+		  "rejected");
 	o = item(b, VIEW, 200);
 	ck_assert_str_eq(itd_str(o, "state"), "approved");
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(o, "corrected_result")));
@@ -578,7 +583,8 @@ START_TEST(export_jsonl)
 		ck_assert_ptr_nonnull(o);
 		ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(o, "review_id")));
 		ck_assert_str_eq(itd_str(o, "route"), "intent");
-		ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "model_result"), "intent"), "refund");
+		ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "model_result"), "intent"),
+				 "refund");
 		ck_assert_str_eq(itd_str(o, "reviewer"), "alice");
 		ck_assert(cJSON_IsString(cJSON_GetObjectItem(o, "created_at")));
 		ck_assert(cJSON_IsString(cJSON_GetObjectItem(o, "decided_at")));
@@ -587,8 +593,9 @@ START_TEST(export_jsonl)
 			ck_assert_str_eq(itd_str(o, "request_id"), "e-1");
 			ck_assert_str_eq(itd_str(o, "input"), "money back for e-1");
 			ck_assert_str_eq(itd_str(o, "verdict"), "correct");
-			ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "corrected_result"), "intent"),
-					 "other");
+			ck_assert_str_eq(
+				itd_str(cJSON_GetObjectItem(o, "corrected_result"), "intent"),
+				"other");
 			ck_assert_str_eq(itd_str(o, "note"), "n1");
 		} else {
 			ck_assert_int_eq((long long)itd_num(o, "review_id"), b);
@@ -754,9 +761,10 @@ START_TEST(correction_is_pushed_to_the_callback)
 	id = db_scalar_int(T.db, "SELECT id FROM reviews WHERE request_id = 'cb-1'");
 	/* an item without a callback_url is corrected quietly */
 	other = low_confidence_item("cb-2");
-	cJSON_Delete(act(other, "decision",
-			 "{\"verdict\":\"correct\",\"result\":{\"intent\":\"other\",\"confidence\":1}}",
-			 OP, 200));
+	cJSON_Delete(
+		act(other, "decision",
+		    "{\"verdict\":\"correct\",\"result\":{\"intent\":\"other\",\"confidence\":1}}",
+		    OP, 200));
 	/* claimed, then corrected: pushed once */
 	cJSON_Delete(act(id, "claim", NULL, OP, 200));
 	cJSON_Delete(act(id, "decision",
@@ -811,8 +819,9 @@ START_TEST(overflow_auto_accepts_oldest_low)
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 2);
 	cJSON_Delete(o);
 	/* the event row is committed with the approval */
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND subject = 'intent' "
-				       "AND detail LIKE '%auto-accepted%'"),
+	ck_assert_int_eq(itd_count(&T,
+				   "events WHERE kind = 'review_overflow' AND subject = 'intent' "
+				   "AND detail LIKE '%auto-accepted%'"),
 			 1);
 	ck_assert_int_eq(itd_count(&T, "audit"), 0);
 }
@@ -962,14 +971,16 @@ START_TEST(overflow_pass_is_one_commit)
 	cJSON *o;
 	int i;
 
-	start("\"review\":{\"priority\":\"low\",\"capacity\":100,\"overflow\":\"auto_accept_low\"}");
+	start("\"review\":{\"priority\":\"low\",\"capacity\":100,\"overflow\":\"auto_accept_"
+	      "low\"}");
 	for (i = 0; i < 40; i++) {
 		snprintf(rid, sizeof rid, "p-%02d", i);
 		low_confidence_item(rid);
 	}
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 40);
 	before = itd_metric(&T, "fusebox_store_sync_commits_total");
-	rewrite_config("\"review\":{\"priority\":\"low\",\"capacity\":5,\"overflow\":\"auto_accept_low\"}");
+	rewrite_config("\"review\":{\"priority\":\"low\",\"capacity\":5,\"overflow\":\"auto_accept_"
+		       "low\"}");
 	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 5);
@@ -982,9 +993,9 @@ START_TEST(overflow_pass_is_one_commit)
 	/* the reload's audit row and the pass: 2 (it was 35 + 1) */
 	ck_assert_double_le(itd_metric(&T, "fusebox_store_sync_commits_total") - before, 2);
 	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
-	ck_assert_int_eq(
-		(int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0), "review_pending"),
-		5);
+	ck_assert_int_eq((int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
+				      "review_pending"),
+			 5);
 	cJSON_Delete(o);
 }
 END_TEST
@@ -1022,9 +1033,9 @@ START_TEST(decisions_survive_kill_9)
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 2);
 	cJSON_Delete(o);
 	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
-	ck_assert_int_eq(
-		(int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0), "review_pending"),
-		2);
+	ck_assert_int_eq((int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
+				      "review_pending"),
+			 2);
 	cJSON_Delete(o);
 	/* and goes on where it was */
 	act_error(a, "decision", "{\"verdict\":\"approve\"}", OP, 409, "already_decided", "");

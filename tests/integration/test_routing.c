@@ -71,8 +71,9 @@ START_TEST(weighted_split_within_five_points)
 		struct http_resp r;
 
 		ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/weights",
-					 "{\"weights\":{\"primary\":0,\"canary\":100}}", "op-token", 5000,
-					 &r), 0);
+					 "{\"weights\":{\"primary\":0,\"canary\":100}}", "op-token",
+					 5000, &r),
+				 0);
 		ck_assert_int_eq(r.status, 200);
 		http_resp_free(&r);
 	}
@@ -90,14 +91,17 @@ START_TEST(canary_guard_rolls_back_a_failing_canary)
 	size_t n = 0;
 	int i, w = -1;
 
-	ck_assert_int_eq(itd_start(&T, HEAD TWO_BACKENDS
-				   "\"routes\":[{\"name\":\"intent\",\"health_weighting\":false,"
-				   "\"retry\":{\"max_retries\":0},"
-				   "\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"}}},"
-				   "\"canary_guard\":{\"min_calls\":20,\"max_failure_delta\":0.05,\"window_s\":60},"
-				   "\"targets\":[{\"backend\":\"primary\",\"weight\":50},"
-				   "{\"backend\":\"canary\",\"weight\":50,\"canary\":true}]}]}"),
-			 0);
+	ck_assert_int_eq(
+		itd_start(
+			&T, HEAD TWO_BACKENDS
+			"\"routes\":[{\"name\":\"intent\",\"health_weighting\":false,"
+			"\"retry\":{\"max_retries\":0},"
+			"\"rules\":{\"match\":[],\"default\":{\"result\":{\"intent\":\"other\"}}},"
+			"\"canary_guard\":{\"min_calls\":20,\"max_failure_delta\":0.05,\"window_"
+			"s\":60},"
+			"\"targets\":[{\"backend\":\"primary\",\"weight\":50},"
+			"{\"backend\":\"canary\",\"weight\":50,\"canary\":true}]}]}"),
+		0);
 	/* the canary fails 30 % of its requests (3 in 10), the primary none */
 	n += (size_t)snprintf(script + n, sizeof script - n, "{\"script\":[");
 	for (i = 0; i < 100; i++)
@@ -112,24 +116,30 @@ START_TEST(canary_guard_rolls_back_a_failing_canary)
 		ck_assert_int_eq(itd_req(&T, "GET", "/v1/state", NULL, "view-token", 5000, &r), 0);
 		st = itd_json(&r);
 		http_resp_free(&r);
-		cJSON_ArrayForEach(t, cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "routes"), 0),
-							  "targets"))
-			if (strcmp(itd_str(t, "backend"), "canary") == 0)
-				w = (int)itd_num(t, "weight");
+		cJSON_ArrayForEach(
+			t, cJSON_GetObjectItem(
+				   cJSON_GetArrayItem(cJSON_GetObjectItem(st, "routes"), 0),
+				   "targets")) if (strcmp(itd_str(t, "backend"), "canary") == 0) w =
+			(int)itd_num(t, "weight");
 		cJSON_Delete(st);
 	}
 	ck_assert_int_eq(w, 0);
-	ck_assert_int_eq(itd_count(&T, "audit WHERE actor='canary_guard' AND action='weights.set'"), 1);
-	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='weights' AND actor='canary_guard'"), 1);
+	ck_assert_int_eq(itd_count(&T, "audit WHERE actor='canary_guard' AND action='weights.set'"),
+			 1);
+	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='weights' AND actor='canary_guard'"),
+			 1);
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='canary_rollback' AND subject='intent'"), 1);
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule='canary_guard:canary' AND state='firing'"), 1);
+	ck_assert_int_eq(itd_count(&T, "events WHERE kind='canary_rollback' AND subject='intent'"),
+			 1);
+	ck_assert_int_eq(
+		itd_count(&T, "alerts WHERE rule='canary_guard:canary' AND state='firing'"), 1);
 	/* no more canary traffic; an operator can put weight back */
 	i = mock_requests(&T.mock, "canary");
 	calls(50);
 	ck_assert_int_eq(mock_requests(&T.mock, "canary"), i);
 	ck_assert_int_eq(itd_req(&T, "PUT", "/v1/routes/intent/weights",
-				 "{\"weights\":{\"canary\":5}}", "op-token", 5000, &r), 0);
+				 "{\"weights\":{\"canary\":5}}", "op-token", 5000, &r),
+			 0);
 	ck_assert_int_eq(r.status, 200);
 	http_resp_free(&r);
 }
@@ -141,15 +151,17 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 	int i;
 	long long small, large;
 
-	ck_assert_int_eq(itd_start(&T, HEAD
-				   "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","
-				   "\"model\":\"m\",\"max_concurrent\":500}],"
-				   "\"routes\":[{\"name\":\"intent\",\"budget_ms\":60000,"
-				   "\"timeout\":{\"mode\":\"dynamic\",\"percentile\":0.9,\"window_s\":300,"
-				   "\"per_100_tokens\":0.3,\"margin_ms\":500,\"min_ms\":600,\"max_ms\":5000,"
-				   "\"default_ms\":8000},"
-				   "\"targets\":[{\"backend\":\"primary\"}]}]}"),
-			 0);
+	ck_assert_int_eq(
+		itd_start(&T, HEAD
+			  "\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/"
+			  "completions\","
+			  "\"model\":\"m\",\"max_concurrent\":500}],"
+			  "\"routes\":[{\"name\":\"intent\",\"budget_ms\":60000,"
+			  "\"timeout\":{\"mode\":\"dynamic\",\"percentile\":0.9,\"window_s\":300,"
+			  "\"per_100_tokens\":0.3,\"margin_ms\":500,\"min_ms\":600,\"max_ms\":5000,"
+			  "\"default_ms\":8000},"
+			  "\"targets\":[{\"backend\":\"primary\"}]}]}"),
+		0);
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":200}"), 0);
 	/* before 20 samples: default_ms, clipped by max? no: default stands */
 	calls(1);
@@ -162,8 +174,10 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 		char url[128];
 
 		snprintf(url, sizeof url, "%s/v1/routes/intent/call", T.base);
-		ck_assert_int_eq(http_do("POST", url, "{\"input\":\"short\",\"request_id\":\"dyn-small\"}",
-					 NULL, 5000, &r), 0);
+		ck_assert_int_eq(http_do("POST", url,
+					 "{\"input\":\"short\",\"request_id\":\"dyn-small\"}", NULL,
+					 5000, &r),
+				 0);
 		http_resp_free(&r);
 		/* 4000 ASCII characters ~ 1000 tokens: 200 x 4 + 500 = 1300 */
 		memset(body, 0, sizeof body);
@@ -185,7 +199,8 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 	calls(1); /* started after the ten 600 ms samples were recorded */
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "attempts WHERE id = (SELECT max(id) FROM attempts) AND "
-				       "timeout_ms >= 1100 AND timeout_ms <= 1300"), 1);
+				       "timeout_ms >= 1100 AND timeout_ms <= 1300"),
+			 1);
 }
 END_TEST
 
@@ -217,7 +232,9 @@ START_TEST(browning_out_backend_loses_traffic_before_its_breaker)
 		cJSON_ArrayForEach(b, cJSON_GetObjectItem(st, "backends"))
 		{
 			if (strcmp(itd_str(b, "name"), "canary") == 0) {
-				ck_assert_str_eq(itd_str(cJSON_GetObjectItem(b, "breaker"), "state"), "closed");
+				ck_assert_str_eq(
+					itd_str(cJSON_GetObjectItem(b, "breaker"), "state"),
+					"closed");
 				ck_assert_double_lt(itd_num(b, "health"), 0.6);
 			} else {
 				ck_assert_double_gt(itd_num(b, "health"), 0.9);
