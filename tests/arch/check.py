@@ -553,6 +553,63 @@ def check(tree, objects, libsyms):
     return (1 if found or bad else 0), found, bad
 
 
+
+# ------------------------------------------------------- one writer per state
+
+# STYLE.md section 7: a state machine's field is assigned in its one setter
+# (and where the object is built or read back from its row, which is not a
+# transition). (what, files, assignment pattern, {file: allowed functions}).
+WRITERS = [
+    ("a route's forced level", ("daemon",),
+     r"(->|\.)forced_(level|actor|reason|until_wall)\s*=(?!=)",
+     {"daemon/control.c": {"control_level_set"},
+      "daemon/engine.c": {"engine_route_rt_init", "engine_route_rt_free"}}),
+    ("a call's ladder step", ("daemon",), r"\bc->step\s*=(?!=)",
+     {"daemon/call.c": {"call_set_step"}}),
+    ("a job's state", ("daemon",), r"\bjb->state\s*=(?!=)",
+     {"daemon/jobs.c": {"job_set_state", "jobs_accept", "load_row"}}),
+    ("a review item's state", ("daemon",), r"\bit->state\s*=(?!=)",
+     {"daemon/review_q.c": {"review_change_apply", "review_item_from_row"}}),
+    ("a breaker's state", ("daemon",), r"\bb->state\s*=(?!=)",
+     {"daemon/core/breaker.c": {"breaker_set_state", "breaker_init"}}),
+]
+FUNC_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(")
+
+
+def check_writers(texts):
+    """texts: {rel path: source text}. Lines 'writer: …' for every
+    assignment of a WRITERS field outside its allowed functions."""
+    bad = []
+    for what, roots, pattern, allowed in WRITERS:
+        rx = re.compile(pattern)
+        for rel in sorted(texts):
+            if not rel.endswith(".c") or not any(under(rel, r) for r in roots):
+                continue
+            fn = None
+            for no, line in enumerate(strip_comments(texts[rel]).split("\n"), 1):
+                m = FUNC_RE.match(line)
+                if m:
+                    fn = m.group(1)
+                if rx.search(line) and fn not in allowed.get(rel, ()):
+                    bad.append("writer: %s:%d: %s assigned in %s(), not in its setter (%s)" % (
+                        rel, no, what, fn or "file scope",
+                        ", ".join("%s:%s" % (f, "/".join(sorted(fs)))
+                                  for f, fs in sorted(allowed.items()))))
+    return bad
+
+
+def source_texts(src):
+    texts = {}
+    for root in ROOTS:
+        for dirpath, _, names in os.walk(os.path.join(src, root)):
+            for n in names:
+                if n.endswith(".c"):
+                    path = os.path.join(dirpath, n)
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        texts[os.path.relpath(path, src)] = f.read()
+    return texts
+
+
 # -------------------------------------------------------------- self-test
 
 def self_test(verbose=True):
@@ -653,6 +710,27 @@ def self_test(verbose=True):
         "db/store.h": '#pragma once\n#include "cli.h"\n',
     }), clean_objs, ["layer: db/store includes tui/cli"], libc)
 
+    for name, texts, want in [
+        ("forced level set elsewhere", {
+            "daemon/control.c": "void\ncontrol_level_set(int x)\n{\n\trt->forced_level = x;\n}\n",
+            "daemon/review_q.c": "static void\noverflow(void)\n{\n\trt->forced_level = 2;\n}\n",
+        }, "writer: daemon/review_q.c:4: a route's forced level assigned in overflow()"),
+        ("call step set elsewhere", {
+            "daemon/call.c": "static void\ncall_fall(void)\n{\n\tc->step = STEP_RULES; /* c->step = x */\n}\n",
+        }, "writer: daemon/call.c:4: a call's ladder step assigned in call_fall()"),
+        ("setters and reads pass", {
+            "daemon/control.c": "void\ncontrol_level_set(int x)\n{\n\trt->forced_level = x;\n\tif (rt->forced_level == 1) return;\n}\n",
+            "daemon/call.c": "void\ncall_set_step(void)\n{\n\tc->step = to;\n}\n",
+        }, None),
+    ]:
+        got = check_writers(texts)
+        ok = (not got) if want is None else any(g.startswith(want) for g in got)
+        if verbose or not ok:
+            print("self-test %-28s %s" % (name, "ok" if ok else "FAILED"))
+        if not ok:
+            failures.append(name)
+            print("    wanted %r, got %r" % (want, got))
+
     shutil.rmtree(tmp)
     if failures:
         print("arch: self-test FAILED: %s" % ", ".join(failures))
@@ -680,7 +758,11 @@ def main(argv):
         objects.append((rel, run(["nm", "-P", o])))
     tree = Tree.scan(src, build)
     rc, _, _ = check(tree, objects, library_symbols())
-    return rc
+    writers = check_writers(source_texts(src))
+    for w in writers:
+        print(w)
+    print("arch: %d one-writer rules, %d writes outside their setters" % (len(WRITERS), len(writers)))
+    return 1 if rc or writers else 0
 
 
 if __name__ == "__main__":
