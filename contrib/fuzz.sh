@@ -43,10 +43,10 @@ ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_rep
 # the pkg-config packages it links. api_call.c and api_chat.c hold their
 # endpoint handlers next to the parsers, so the body targets link the whole
 # daemon: every file of daemon/meson.build's daemon_src and of
-# daemon/core/meson.build's core_src, db/store.c and @migrations, the
+# daemon/core/meson.build's core_src, db/'s store files and @migrations, the
 # db/migrations/*.sql embedded by db/embed_sql.c.
 CORE_ALL=""
-DAEMON_ALL="db/store.c @migrations"
+DAEMON_ALL="db/store.c db/store_reader.c db/store_rows.c db/store_writer.c @migrations"
 listed() { # meson.build variable prefix: the '*.c' names between "var = files(" and ")"
 	sed -n "/^$2 = files(/,/)/p" "$here/$1" | grep -o "'[a-z0-9_]*\.c'" | tr -d "'" |
 		sed "s#^#$3#"
