@@ -70,6 +70,64 @@ level_audit_json(struct engine *e, int route)
 	return s;
 }
 
+struct control {
+	struct engine *e;
+	struct timer ttl; /* at the earliest forced_until of the routes */
+};
+
+/* Arm (or cancel) the TTL timer at the earliest forced level's expiry. */
+static void
+ttl_arm(struct engine *e)
+{
+	int64_t first = 0, wall, mono;
+	int i;
+
+	if (e->control == NULL)
+		return;
+	for (i = 0; i < e->nroutes; i++) {
+		const struct route_rt *rt = &e->routes[i];
+
+		if (rt->forced_level >= 0 && rt->forced_until_wall > 0 &&
+		    (first == 0 || rt->forced_until_wall < first))
+			first = rt->forced_until_wall;
+	}
+	if (first == 0) {
+		engine_timer_cancel(e, &e->control->ttl);
+		return;
+	}
+	wall = clock_wall_ms();
+	mono = clock_mono_us();
+	engine_timer_arm(e, &e->control->ttl, mono + (first > wall ? first - wall : 0) * 1000);
+}
+
+static void
+ttl_fire(struct timer *t, void *arg)
+{
+	struct control *c = arg;
+
+	control_level_tick(c->e, NULL, clock_mono_ms(), clock_wall_ms());
+	ttl_arm(c->e);
+}
+
+struct control *
+control_new(struct engine *e)
+{
+	struct control *c = xcalloc(1, sizeof *c);
+
+	c->e = e;
+	timer_init(&c->ttl, "level_ttl", ttl_fire, c);
+	return c;
+}
+
+void
+control_free(struct control *c)
+{
+	if (c == NULL)
+		return;
+	engine_timer_cancel(c->e, &c->ttl);
+	free(c);
+}
+
 void
 control_level_set(struct engine *e, int route, const struct control_level *lv,
 		  enum control_event ev, int64_t now_wall)
@@ -88,6 +146,7 @@ control_level_set(struct engine *e, int route, const struct control_level *lv,
 	}
 	if (ev == CONTROL_EVENT_WRITE && lv->detail != NULL)
 		engine_event_at(e, now_wall, "level", rt->cfg->name, lv->detail);
+	ttl_arm(e);
 }
 
 void

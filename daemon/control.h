@@ -71,6 +71,17 @@ int control_restore(struct engine *e, char **cause);
  */
 cJSON *control_forced_json(const struct engine *e, int route);
 
+/*
+ * The TTL timer of e's forced levels, in e->control: armed by
+ * control_level_set() at the earliest forced_until of the routes, so a
+ * level expires (event, override row) when its TTL ends, not at the next
+ * cron second. daemon_create() makes it before control_restore();
+ * control_free() (NULL is a no-op) cancels and frees it.
+ */
+struct control;
+struct control *control_new(struct engine *e);
+void control_free(struct control *c);
+
 /* A route's forced level as control_level_set() takes it (strings borrowed, copied). */
 struct control_level {
 	int level; /* -1: released (back to the auto level) */
@@ -98,6 +109,8 @@ void control_level_set(struct engine *e, int route, const struct control_level *
 		       enum control_event ev, int64_t now_wall);
 /*
  * Clear every forced level whose TTL has passed: drop its `overrides`
- * row, write its "level" event. An engine_on_tick hook (arg unused).
+ * row, write its "level" event. Run by the TTL timer at the earliest
+ * expiry (control_new) and, as a backstop for a wall clock that moved,
+ * as an engine_on_tick hook (arg unused).
  */
 void control_level_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms);

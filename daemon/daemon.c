@@ -120,6 +120,7 @@ daemon_create(struct config *cfg, struct store *st, struct engine **out, char **
 		*cause = xasprintf("notify: %s", strerror(-r));
 		goto out;
 	}
+	e->control = control_new(e);
 	r = control_restore(e, cause);
 	if (r != 0)
 		goto out;
@@ -179,6 +180,8 @@ daemon_free(struct engine *e)
 	cache_free(e->cache);
 	obs_free(e->obs);
 	notify_free(e->notify, NOTIFY_GRACE_MS);
+	control_free(e->control);
+	e->control = NULL;
 	e->jobs = NULL;
 	e->review_q = NULL;
 	e->idem = NULL;

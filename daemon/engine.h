@@ -177,6 +177,7 @@ struct engine {
 	struct notify *notify;	     /* webhook / callback delivery thread */
 	struct jobs *jobs;	     /* the L3 async queue */
 	struct review_q *review_q;   /* review queue: open counts, overflow (review_q.c) */
+	struct control *control;     /* the forced levels' TTL timer (control.c) */
 	const char **route_names;
 	int inflight;		/* calls admitted and not answered */
 	struct call *calls;	/* live calls (doubly linked) */
