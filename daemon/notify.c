@@ -11,16 +11,27 @@
  * receiver can't grow memory. No proxy (targets are usually loopback);
  * each POST has 2 s end to end.
  *
- * Locking: mu guards incoming, held, stopping, stop_at and stats; the
- * worker's own list (active) is touched only by the worker.
+ * Allow list (callbacks.allow). curl resolves the URL's host and then
+ * asks opensocket_cb for each socket it would connect: the address
+ * checked is the one the connection uses, so a name that resolves to an
+ * allowed address once and elsewhere the next time (DNS rebinding) is
+ * judged on the second answer too. Name rules compare the host curl
+ * parsed from the URL (curl_url), not our own reading of it. Redirects
+ * are off, proxies too.
+ *
+ * Locking: mu guards incoming, held, stopping, stop_at, stats and the
+ * allow list; the worker's own list (active) is touched only by the
+ * worker, and each message keeps a copy of the rules it starts with.
  */
 #include "notify.h"
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "clock.h"
 #include "log.h"
@@ -40,6 +51,12 @@ struct notify_msg {
 	int64_t next_at_ms;
 	CURL *easy; /* non-NULL while a transfer runs */
 	struct curl_slist *hdrs;
+	int restricted; /* the rules below apply */
+	struct addr_rule *rules;
+	int nrules;
+	char host[256]; /* the URL's host as curl reads it */
+	char why[128];	/* set when opensocket_cb refused an address */
+	int opened;	/* opensocket_cb let an address through */
 };
 
 struct notify {
@@ -54,6 +71,9 @@ struct notify {
 	int stopping;
 	int64_t stop_at_ms;
 	struct notify_stats stats;
+	int restricted; /* notify_allow_set was called */
+	struct addr_rule *rules;
+	int nrules;
 };
 
 static size_t
@@ -72,17 +92,103 @@ msg_free(struct notify_msg *m)
 	free(m->url);
 	free(m->body);
 	free(m->kind);
+	free(m->rules);
 	curl_slist_free_all(m->hdrs);
 	free(m);
+}
+
+/*
+ * The connection curl is about to make: to an address the message's rules
+ * let through, or none (CURL_SOCKET_BAD: curl tries the next address, then
+ * fails the transfer with a connect error).
+ */
+static curl_socket_t
+opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *sa)
+{
+	struct notify_msg *m = arg;
+	struct addr a;
+	char text[64];
+	int port = 0;
+
+	memset(&a, 0, sizeof a);
+	if (sa->family == AF_INET && sa->addrlen >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)&sa->addr;
+
+		a.family = 4;
+		memcpy(a.b, &in->sin_addr, 4);
+		port = ntohs(in->sin_port);
+	} else if (sa->family == AF_INET6 && sa->addrlen >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)&sa->addr;
+		static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+
+		a.family = 6;
+		memcpy(a.b, &in6->sin6_addr, 16);
+		if (memcmp(a.b, mapped, 12) == 0) {
+			memmove(a.b, a.b + 12, 4);
+			memset(a.b + 4, 0, 12);
+			a.family = 4;
+		}
+		port = ntohs(in6->sin6_port);
+	} else if (m->restricted) {
+		snprintf(m->why, sizeof m->why, "address family %d", sa->family);
+		return CURL_SOCKET_BAD;
+	}
+	if (m->restricted && (purpose != CURLSOCKTYPE_IPCXN ||
+			      !addr_allowed(m->rules, m->nrules, m->host, &a, port))) {
+		addr_format(&a, text, sizeof text);
+		snprintf(m->why, sizeof m->why, "%s port %d (%s) is not in callbacks.allow", text,
+			 port, addr_class_name(addr_classify(&a)));
+		return CURL_SOCKET_BAD;
+	}
+	m->opened = 1;
+	return socket(sa->family, sa->socktype | SOCK_CLOEXEC, sa->protocol);
+}
+
+/* The host curl will connect to for url, into m->host. 0 or -1. */
+static int
+msg_host(struct notify_msg *m)
+{
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int r = -1;
+
+	if (u != NULL && curl_url_set(u, CURLUPART_URL, m->url, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+		size_t n = strlen(host);
+
+		/* an IPv6 literal comes back in brackets */
+		if (n >= 2 && host[0] == '[' && host[n - 1] == ']')
+			snprintf(m->host, sizeof m->host, "%.*s", (int)(n - 2), host + 1);
+		else
+			snprintf(m->host, sizeof m->host, "%s", host);
+		r = 0;
+	}
+	curl_free(host);
+	curl_url_cleanup(u);
+	return r;
 }
 
 static int
 msg_start(struct notify *n, struct notify_msg *m)
 {
-	CURL *c = curl_easy_init();
+	CURL *c;
 
+	pthread_mutex_lock(&n->mu);
+	if (n->restricted && !m->restricted) {
+		m->restricted = 1;
+		m->nrules = n->nrules;
+		m->rules = n->nrules > 0 ? xcalloc((size_t)n->nrules, sizeof *m->rules) : NULL;
+		if (n->nrules > 0)
+			memcpy(m->rules, n->rules, sizeof *m->rules * (size_t)n->nrules);
+	}
+	pthread_mutex_unlock(&n->mu);
+	if (m->restricted && m->host[0] == '\0' && msg_host(m) != 0)
+		return -EINVAL;
+	c = curl_easy_init();
 	if (c == NULL)
 		return -ENOMEM;
+	m->why[0] = '\0';
+	m->opened = 0;
 	if (m->hdrs == NULL)
 		m->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
 	curl_easy_setopt(c, CURLOPT_URL, m->url);
@@ -98,6 +204,9 @@ msg_start(struct notify *n, struct notify_msg *m)
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard_cb);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "fuseboxd-notify");
 	curl_easy_setopt(c, CURLOPT_PRIVATE, m);
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETFUNCTION, opensocket_cb);
+	curl_easy_setopt(c, CURLOPT_OPENSOCKETDATA, m);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 #endif
@@ -107,7 +216,7 @@ msg_start(struct notify *n, struct notify_msg *m)
 	return 0;
 }
 
-/* Unlink m from the worker's list and count how it ended. */
+/* Unlink m from the worker's list and count how it ended (1 delivered, 0 failed, -1 refused). */
 static void
 msg_finish(struct notify *n, struct notify_msg *m, int delivered)
 {
@@ -120,8 +229,10 @@ msg_finish(struct notify *n, struct notify_msg *m, int delivered)
 		}
 	}
 	pthread_mutex_lock(&n->mu);
-	if (delivered)
+	if (delivered > 0)
 		n->stats.delivered++;
+	else if (delivered < 0)
+		n->stats.refused++;
 	else
 		n->stats.failed++;
 	n->held--;
@@ -143,6 +254,11 @@ transfer_done(struct notify *n, CURL *c, CURLcode res)
 	m->easy = NULL;
 	if (res == CURLE_OK && status >= 200 && status < 300) {
 		msg_finish(n, m, 1);
+		return;
+	}
+	if (m->why[0] != '\0' && !m->opened) {
+		log_warn("notify", "%s to %s refused: %s", m->kind, m->url, m->why);
+		msg_finish(n, m, -1);
 		return;
 	}
 	retry = res != CURLE_OK || status >= 500 || status == 429;
@@ -190,7 +306,17 @@ notify_main(void *arg)
 			if (m->easy != NULL)
 				continue;
 			if (m->next_at_ms <= now) {
-				if (msg_start(n, m) != 0)
+				int sr = msg_start(n, m);
+
+				if (sr == -EINVAL) {
+					log_warn("notify",
+						 "%s to %s refused: no host curl can read", m->kind,
+						 m->url);
+					msg_finish(n, m, -1);
+					wait_ms = 1;
+					break; /* the list changed under the walk */
+				}
+				if (sr != 0)
 					m->next_at_ms = now + 1000;
 			} else {
 				wait_ms = MIN(wait_ms, m->next_at_ms - now);
@@ -273,7 +399,27 @@ notify_free(struct notify *n, int grace_ms)
 	}
 	curl_multi_cleanup(n->multi);
 	pthread_mutex_destroy(&n->mu);
+	free(n->rules);
 	free(n);
+}
+
+void
+notify_allow_set(struct notify *n, const struct addr_rule *rules, int nrules)
+{
+	struct addr_rule *copy = NULL;
+
+	if (n == NULL)
+		return;
+	if (nrules > 0) {
+		copy = xcalloc((size_t)nrules, sizeof *copy);
+		memcpy(copy, rules, sizeof *copy * (size_t)nrules);
+	}
+	pthread_mutex_lock(&n->mu);
+	free(n->rules);
+	n->rules = copy;
+	n->nrules = MAX(nrules, 0);
+	n->restricted = 1;
+	pthread_mutex_unlock(&n->mu);
 }
 
 int

@@ -33,6 +33,10 @@
 
 #define STORE_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+#define STORE_MAX_VALS	       32	   /* values of the widest statement */
+#define STORE_DEGRADED_HOLD_MS (30 * 1000) /* degraded this long after a loss */
+#define STORE_DROP_EVENT_MS    (10 * 1000) /* one log_rows_dropped event per */
+
 /* A queued row: one allocation, values then their strings. */
 struct store_row {
 	enum store_stmt stmt;
@@ -51,6 +55,9 @@ struct store {
 	int nparams[STORE_STMT__COUNT];		      /* read-only after open */
 	int prune_table;			      /* writer: next table to prune */
 	int prune_turn;				      /* writer: prune before next batch */
+	uint64_t unreported;			      /* writer: lost rows no event told yet */
+	int64_t drop_event_at;			      /* writer: last log_rows_dropped try */
+	int close_told;				      /* writer: told them while closing */
 
 	pthread_t thread;
 	int thread_started;
@@ -68,6 +75,7 @@ struct store {
 	uint64_t head_seq;	      /* lock */
 	uint64_t enqueued;	      /* lock */
 	uint64_t dropped_pending;     /* lock */
+	int64_t text_max;	      /* atomic: store_limit_set, 0: none */
 	int64_t first_pending_us;     /* lock: when pending/drops went 0 -> 1 */
 	struct store_req *reqs;	      /* lock */
 	struct store_req **reqs_tail; /* lock */
@@ -99,6 +107,15 @@ int store_stmt_run(struct store *st, enum store_stmt which, const struct store_v
 int store_args_check(const struct store *st, enum store_stmt stmt, const struct store_val *vals,
 		     int nvals);
 int store_db_open(const char *path, int flags, sqlite3 **out, char **cause);
+/* A writer statement: store.c's table, store_open.c prepares them. */
+struct store_stmt_def {
+	const char *name;
+	const char *sql;
+};
+extern const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT];
+/* store.c: configure a connection (pragmas) / bring its schema to the newest migration. */
+int store_db_configure(sqlite3 *db, const char *path, char **cause);
+int store_migrate(sqlite3 *db, char **cause);
 
 /* store_rows.c: rows and their spare blocks. */
 int store_row_make(struct store *st, enum store_stmt stmt, const struct store_val *vals, int nvals,

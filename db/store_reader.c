@@ -3,6 +3,13 @@
  * them read alongside the writer), each with a small cache of prepared
  * statements keyed by SQL text, and the runner of the named read queries
  * (store_query_defs in store.c).
+ *
+ * Deadline. A reader may bound its queries (store_reader_deadline_set):
+ * the outermost query sets the deadline when it starts, queries its row
+ * callbacks run share it, and SQLite's progress handler, called every
+ * STORE_PROGRESS_OPS virtual machine steps, interrupts the statement once
+ * the monotonic clock has passed it. An interrupted statement is only
+ * reset, never half-read: the query fails as a whole with STORE_E_SLOW.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +17,7 @@
 #include "store_int.h"
 
 #define STORE_READER_CACHE 32
+#define STORE_PROGRESS_OPS 1000 /* a few microseconds of work between clock reads */
 
 struct store_reader_entry {
 	char *sql;
@@ -19,8 +27,47 @@ struct store_reader_entry {
 struct store_reader {
 	sqlite3 *db;
 	struct store_reader_entry cache[STORE_READER_CACHE];
-	int next; /* next cache slot to reuse */
+	int next;	     /* next cache slot to reuse */
+	int64_t limit_us;    /* 0: no deadline */
+	int64_t deadline_us; /* of the outermost query running */
+	int depth;	     /* queries running (row callbacks nest them) */
+	int cut;	     /* the progress handler interrupted this query */
+	uint64_t timeouts;
 };
+
+static int
+store_reader_progress(void *arg)
+{
+	struct store_reader *r = arg;
+
+	if (r->depth > 0 && store_mono_us() > r->deadline_us) {
+		r->cut = 1;
+		return 1;
+	}
+	return 0;
+}
+
+void
+store_reader_deadline_set(struct store_reader *r, int limit_ms)
+{
+	r->limit_us = limit_ms > 0 ? (int64_t)limit_ms * 1000 : 0;
+	if (r->limit_us > 0)
+		sqlite3_progress_handler(r->db, STORE_PROGRESS_OPS, store_reader_progress, r);
+	else
+		sqlite3_progress_handler(r->db, 0, NULL, NULL);
+}
+
+int
+store_reader_was_cut(const struct store_reader *r)
+{
+	return r != NULL && r->cut;
+}
+
+uint64_t
+store_reader_timeouts(const struct store_reader *r)
+{
+	return r->timeouts;
+}
 
 int
 store_reader_open(const char *path, struct store_reader **out, char **cause)
@@ -119,6 +166,10 @@ store_reader_query(struct store_reader *r, const char *sql, const struct store_v
 	sqlite3_stmt *stmt = NULL;
 	int rc, src, temp = 0;
 
+	if (r->depth++ == 0) {
+		r->deadline_us = store_mono_us() + r->limit_us;
+		r->cut = 0;
+	}
 	if (nvals < 0 || (nvals > 0 && vals == NULL)) {
 		store_cause_set(cause, "bad values");
 		rc = STORE_E_SQL;
@@ -143,7 +194,12 @@ store_reader_query(struct store_reader *r, const char *sql, const struct store_v
 		if (row_cb != NULL && row_cb(arg, stmt) != 0)
 			break;
 	}
-	if (src != SQLITE_ROW && src != SQLITE_DONE) {
+	if (r->cut) {
+		/* this statement or one a row callback ran: either way partial */
+		store_cause_set(cause, "read cut after %lld ms (the reader's deadline)",
+				(long long)(r->limit_us / 1000));
+		rc = STORE_E_SLOW;
+	} else if (src != SQLITE_ROW && src != SQLITE_DONE) {
 		store_cause_set(cause, "%s", sqlite3_errmsg(r->db));
 		rc = STORE_E_SQL;
 	}
@@ -154,6 +210,8 @@ out:
 		if (temp)
 			sqlite3_finalize(stmt);
 	}
+	if (--r->depth == 0 && r->cut)
+		r->timeouts++;
 	return rc;
 }
 

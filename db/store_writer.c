@@ -25,6 +25,18 @@
  * time and reused. Retention (store_prune) runs as small DELETEs
  * alternating with batches.
  *
+ * Lost rows. Every log row that does not reach the DB is counted: refused
+ * because the queue was full (stats.dropped) or lost in SQL (stats.errors:
+ * a failed statement, or a whole transaction on disk full or an I/O
+ * error). The count is told in an events row of kind "log_rows_dropped"
+ * ("N rows dropped"), at most one per STORE_DROP_EVENT_MS, and at once in
+ * a batch that carries a flush or closes the store; an event that is lost
+ * too (the disk is still full) is told again by the next one. A loss in a
+ * transaction or to a storage error (full, I/O, read-only, locked) marks
+ * the store degraded (stats.degraded, for STORE_DEGRADED_HOLD_MS after
+ * the last such loss); promises that fail meanwhile fail to their callers
+ * as always, never silently.
+ *
  * Scheduling. The writer is background work: a thread that answers calls
  * must get the core first. It runs at nice 10 and, where it can be raised
  * back (store_idle_probe), in SCHED_IDLE: it then runs only on a core
@@ -90,6 +102,8 @@ struct store_batch {
 	uint64_t start_seq;
 	struct store_req *reqs;
 	uint64_t dropped; /* drops to report in an events row */
+	int closing;	  /* the store closes after this batch */
+	char why[160];	  /* set when rows were lost to storage: SQLite's words */
 };
 
 /*
@@ -147,12 +161,18 @@ out:
 static int
 store_batch_due(struct store *st, int64_t now_us, int64_t *deadline_us)
 {
+	int64_t wait_ms = STORE_DROP_EVENT_MS - (store_wall_ms() - st->drop_event_at);
 	int due;
 
 	*deadline_us = -1;
 	if (st->reqs != NULL)
 		due = 1;
-	else if (st->pending == 0 && st->dropped_pending == 0)
+	else if (st->pending == 0 && st->dropped_pending == 0 && st->unreported > 0) {
+		/* lost rows to tell (see "Lost rows" above) */
+		due = st->closing ? !st->close_told : wait_ms <= 0;
+		if (!due && !st->closing)
+			*deadline_us = now_us + wait_ms * 1000;
+	} else if (st->pending == 0 && st->dropped_pending == 0)
 		due = 0;
 	else if (st->closing || st->pending >= st->threshold)
 		due = 1;
@@ -174,6 +194,8 @@ store_batch_take(struct store *st, struct store_batch *b)
 	b->nrows = st->pending < STORE_BATCH_MAX ? st->pending : STORE_BATCH_MAX;
 	b->start_seq = st->head_seq;
 	b->dropped = st->dropped_pending;
+	b->closing = st->closing;
+	b->why[0] = '\0';
 	st->taken = b->nrows;
 	st->pending -= b->nrows;
 	st->dropped_pending = 0;
@@ -194,6 +216,35 @@ store_batch_take(struct store *st, struct store_batch *b)
 		if (st->reqs == NULL)
 			st->reqs_tail = &st->reqs;
 	}
+}
+
+/* Is SQLite's last error on db the storage's (not the statement's) fault? */
+static int
+store_storage_error(sqlite3 *db)
+{
+	switch (sqlite3_errcode(db)) {
+	case SQLITE_FULL:
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+	case SQLITE_READONLY:
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+	case SQLITE_NOMEM:
+	case SQLITE_PROTOCOL:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Note in b why rows were lost (the first reason of the batch). */
+static void
+store_batch_why(struct store_batch *b, const char *why)
+{
+	if (b->why[0] == '\0')
+		snprintf(b->why, sizeof(b->why), "%s", why != NULL ? why : "write failed");
 }
 
 /*
@@ -243,8 +294,9 @@ store_reqs_fail(struct store_req *from, struct store_req *to, const char *why)
 
 /*
  * Execute one batch: rows and requests in queue order, then the events row
- * for drops, in one transaction. Writer thread, without the lock.
- * *ok_rows / *err_rows count rows that were committed / lost.
+ * for lost rows (see "Lost rows" above), in one transaction. Writer
+ * thread, without the lock. *ok_rows / *err_rows count rows that were
+ * committed / lost; b->why says why when storage lost them.
  */
 static void
 store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint64_t *err_rows,
@@ -253,16 +305,27 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 	struct store_req *req, *tx_first;
 	struct store_row *row;
 	struct store_val ev[4];
-	uint64_t seq, ok = 0, errs = 0, logged = 0;
+	uint64_t seq, ok = 0, errs = 0, logged = 0, report = 0;
+	int64_t now_ms = store_wall_ms();
 	char *cause = NULL, detail[64];
-	int i, sync = 0, rc;
+	int i, sync = 0, flush = 0, rc, ev_ok = 0;
 
 	*synced = 0;
 	for (req = b->reqs; req != NULL; req = req->next) {
 		if (req->nops > 0)
 			sync = 1;
+		else
+			flush = 1;
 	}
-	if (b->nrows == 0 && b->dropped == 0 && !sync)
+	st->unreported += b->dropped;
+	if (st->unreported > 0 &&
+	    (flush || b->closing || now_ms - st->drop_event_at >= STORE_DROP_EVENT_MS))
+		report = st->unreported;
+	if (report > 0) {
+		st->drop_event_at = now_ms; /* tried: the next try waits, told or not */
+		st->close_told = b->closing;
+	}
+	if (b->nrows == 0 && report == 0 && !sync)
 		goto out;
 	if (sync)
 		store_exec(st->db, "PRAGMA synchronous = FULL", NULL);
@@ -270,6 +333,7 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 		fprintf(stderr, "store: batch of %d rows lost: %s\n", b->nrows, cause);
 		errs = (uint64_t)b->nrows;
 		store_reqs_fail(b->reqs, NULL, cause);
+		store_batch_why(b, cause);
 		goto out;
 	}
 
@@ -283,31 +347,36 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 					"store: transaction aborted "
 					"(%s); %" PRIu64 " rows lost\n",
 					req->cause, ok);
+				store_batch_why(b, req->cause);
 				errs += ok;
 				ok = 0;
 				store_reqs_fail(tx_first, req,
 						"transaction aborted by a later error");
 				store_exec(st->db, "BEGIN IMMEDIATE", NULL);
 				tx_first = req->next;
+			} else if (req->rc != 0 && store_storage_error(st->db)) {
+				store_batch_why(b, req->cause);
 			}
 			req = req->next;
 		}
 		if (i == b->nrows)
 			break;
 		row = st->ring[(b->start + i) % st->cap];
-		rc = store_stmt_run(st, row->stmt, row->vals, row->nvals,
-				    logged == 0 ? &cause : NULL);
+		rc = store_stmt_run(st, row->stmt, row->vals, row->nvals, &cause);
 		if (rc == 0) {
 			ok++;
 			continue;
 		}
 		errs++;
+		if (store_storage_error(st->db))
+			store_batch_why(b, cause);
 		if (logged++ == 0)
 			fprintf(stderr, "store: row failed: %s\n", cause);
 		free(cause);
 		cause = NULL;
 		if (sqlite3_get_autocommit(st->db)) {
 			fprintf(stderr, "store: transaction aborted; %" PRIu64 " rows lost\n", ok);
+			store_batch_why(b, "transaction aborted");
 			errs += ok;
 			ok = 0;
 			store_reqs_fail(tx_first, req, "transaction aborted by a later error");
@@ -321,14 +390,14 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 			"batch\n",
 			logged - 1);
 
-	if (b->dropped > 0) {
-		snprintf(detail, sizeof(detail), "%" PRIu64 " rows dropped", b->dropped);
-		ev[0] = SVI(store_wall_ms());
+	if (report > 0) {
+		snprintf(detail, sizeof(detail), "%" PRIu64 " rows dropped", report);
+		ev[0] = SVI(now_ms);
 		ev[1] = SVT("log_rows_dropped");
 		ev[2] = SVT("store");
 		ev[3] = SVT(detail);
 		if (store_stmt_run(st, STORE_EVENT_INSERT, ev, 4, &cause) == 0)
-			ok++;
+			ev_ok = 1;
 		else
 			fprintf(stderr, "store: %s\n", cause);
 		free(cause);
@@ -340,6 +409,7 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 			"store: commit failed, %" PRIu64 " rows lost: "
 			"%s\n",
 			ok, cause != NULL ? cause : "no transaction");
+		store_batch_why(b, cause != NULL ? cause : "commit failed");
 		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
 		errs += ok;
 		ok = 0;
@@ -347,6 +417,10 @@ store_batch_run(struct store *st, struct store_batch *b, uint64_t *ok_rows, uint
 		goto out;
 	}
 	*synced = sync;
+	if (ev_ok) {
+		ok++;
+		st->unreported -= report;
+	}
 	for (req = b->reqs; req != NULL; req = req->next) {
 		if (req->rc == 0)
 			ok += (uint64_t)req->nops;
@@ -355,6 +429,7 @@ out:
 	if (sync)
 		store_exec(st->db, "PRAGMA synchronous = NORMAL", NULL);
 	free(cause);
+	st->unreported += errs;
 	*ok_rows = ok;
 	*err_rows = errs;
 }
@@ -606,6 +681,11 @@ store_writer_main(void *arg)
 			st->stats.errors += errs;
 			if (synced)
 				st->stats.sync_commits++;
+			if (b.why[0] != '\0') {
+				st->stats.degraded_at = store_wall_ms();
+				snprintf(st->stats.last_error, sizeof(st->stats.last_error), "%s",
+					 b.why);
+			}
 			if (ok > st->stats.max_batch_rows)
 				st->stats.max_batch_rows = ok;
 			st->prune_turn = 1;
@@ -676,7 +756,7 @@ store_commit_later(struct store *st, const struct store_op *ops, int nops, store
 	struct store_op *cops;
 	int i, rc = 0;
 
-	if (nops < 1 || ops == NULL || done == NULL)
+	if (nops < 0 || (nops > 0 && ops == NULL) || done == NULL)
 		return -EINVAL;
 	/* One block: the request, its ops, the pointers to their rows. */
 	req = store_alloc(sizeof(*req) + (sizeof(*cops) + sizeof(*req->rows)) * (size_t)nops);
