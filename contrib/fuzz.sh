@@ -37,16 +37,17 @@ if [ "$#" -gt 0 ]; then
 	shift
 fi
 
-ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_reply)
+ALL_TARGETS=(validate config call_body chat_body retry_after tokens upstream_reply http)
 
 # Daemon sources per target (the closure of what each harness calls), and
 # the pkg-config packages it links. api_call.c and api_chat.c hold their
 # endpoint handlers next to the parsers, so the body targets link the whole
 # daemon: every file of daemon/meson.build's daemon_src and of
 # daemon/core/meson.build's core_src, db/'s store files and @migrations, the
-# db/migrations/*.sql embedded by db/embed_sql.c.
+# db/migrations/*.sql embedded by db/embed_sql.c. The http target links
+# the HTTP front (http*.c, log.c) alone: its harness stands in for the engine.
 CORE_ALL=""
-DAEMON_ALL="db/store.c db/store_reader.c db/store_rows.c db/store_writer.c @migrations"
+DAEMON_ALL="db/store.c db/store_open.c db/store_reader.c db/store_rows.c db/store_writer.c @migrations"
 listed() { # meson.build variable prefix: the '*.c' names between "var = files(" and ")"
 	sed -n "/^$2 = files(/,/)/p" "$here/$1" | grep -o "'[a-z0-9_]*\.c'" | tr -d "'" |
 		sed "s#^#$3#"
@@ -67,6 +68,7 @@ declare -A SOURCES=(
 	[retry_after]=$CORE_ALL
 	[tokens]=$CORE_ALL
 	[upstream_reply]="daemon/upstream.c$CORE_ALL"
+	[http]="daemon/http.c daemon/http_conn.c daemon/http_req.c daemon/http_screen.c daemon/log.c$CORE_ALL"
 )
 declare -A PACKAGES=(
 	[validate]="libcjson"
@@ -76,13 +78,14 @@ declare -A PACKAGES=(
 	[retry_after]="libcjson"
 	[tokens]="libcjson"
 	[upstream_reply]="libcjson libcurl"
+	[http]="libcjson libmicrohttpd"
 )
 
 # -max_len per target: past the 4 KiB stack buffers of rules.c and the
 # 4 KiB line limit of tokens.c; a Retry-After value is short.
 declare -A MAXLEN=(
 	[validate]=16384 [config]=16384 [call_body]=8192 [chat_body]=8192
-	[retry_after]=256 [tokens]=8192 [upstream_reply]=8192
+	[retry_after]=256 [tokens]=8192 [upstream_reply]=8192 [http]=8192
 )
 
 targets=("$@")
@@ -100,9 +103,12 @@ pkg-config --exists libcjson libcurl sqlite3 libmicrohttpd ||
 read -ra pkg_cflags <<<"$(pkg-config --cflags libcjson libcurl sqlite3 libmicrohttpd)"
 SAN=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 CFLAGS=(-std=gnu11 -g -O1 -D_GNU_SOURCE '-DFB_VERSION="fuzz"' -Wall -Wno-unused-parameter
-	-I"$here/daemon" -I"$here/daemon/core" -I"$here/db" -I"$here/tests/fuzz" "${pkg_cflags[@]}" "${SAN[@]}")
+	-I"$here/daemon" -I"$here/daemon/core" -I"$here/db" -I"$here/tests/fuzz" -I"$out/gen"
+	"${pkg_cflags[@]}" "${SAN[@]}")
 
-mkdir -p "$out/obj"
+mkdir -p "$out/obj" "$out/gen"
+# commit.h, which meson's vcs_tag makes from daemon/commit.h.in for the build
+sed 's/@VCS_TAG@/fuzz/' "$here/daemon/commit.h.in" >"$out/gen/commit.h"
 headers=("$here"/daemon/*.h "$here"/daemon/core/*.h "$here"/db/*.h)
 
 # Whether $1 is missing or older than any of the other arguments.

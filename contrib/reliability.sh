@@ -20,6 +20,16 @@
 #       growth after warm-up, a clean SIGTERM exit and an intact DB; then
 #       regenerates RESULTS.md.
 #
+#   contrib/reliability.sh abuse [SECONDS] [BUILD_DIR]
+#       hostile callers (issue 27): fuseboxd answering calls while two
+#       loops of unknown-id GET /v1/requests/{id}, 2,000 slowloris
+#       connections and 1,500 half-sent 512 KiB bodies run for SECONDS
+#       (default 20; tests/reliability/abuse.py, everything on 127.0.0.1);
+#       the same call load alone first, for the baseline. Records calls/s
+#       and p99 with and without the attack, RSS peak, that nothing
+#       aborted and that every answered call has its row; then
+#       regenerates RESULTS.md.
+#
 # BUILD_DIR defaults to build (configured by contrib/dev.sh build or meson).
 # Logs of the last run of each part stay in BUILD_DIR/reliability/, from
 # which RESULTS.md is written. Everything runs on 127.0.0.1 (and, for the
@@ -37,6 +47,11 @@ minutes=0
 if [ "${1:-}" = report ]; then
 	mode=report
 	build=${2:-build}
+elif [ "${1:-}" = abuse ]; then
+	mode=abuse
+	abuse_secs=${2:-20}
+	[[ "$abuse_secs" =~ ^[0-9]+$ ]] && [ "$abuse_secs" -ge 5 ] || die "usage: $0 abuse [SECONDS>=5] [BUILD_DIR]"
+	build=${3:-build}
 elif [ "${1:-}" = soak ]; then
 	mode=soak
 	minutes=${2:-}
@@ -95,7 +110,7 @@ valgrind_run() {
 		# Timing assertions fail under valgrind's slowdown; what counts here
 		# is valgrind's verdict on each daemon (exit 99 + its log).
 		run_test "$t" "valgrind.$t" FB_SANITIZED=1 CK_DEFAULT_TIMEOUT=600 \
-			FB_DAEMON_WRAPPER="$vg --leak-check=full --error-exitcode=99 --log-file=$out/vg.$t.%p.log" ||
+			FB_DAEMON_WRAPPER="$vg --leak-check=full --error-exitcode=99 --soname-synonyms=somalloc=*jemalloc* --log-file=$out/vg.$t.%p.log" ||
 			true
 	done
 	# A daemon whose test failed an assertion is SIGKILLed (no exit-time leak
@@ -528,6 +543,46 @@ else:
         w("")
         w("</details>")
 w("")
+w("## 6. Hostile callers (`contrib/reliability.sh abuse SECONDS`)")
+w("")
+try:
+    base = json.loads(read("abuse.base.json"))
+    att = json.loads(read("abuse.attack.json"))
+except ValueError:
+    base = att = None
+if base is None or att is None:
+    w("Not run yet.")
+else:
+    w("At %s (load average before: %s). Calls: 16 callers posting to `/v1/routes/intent/call`, "
+      "a new connection each, against a fast mock; the attack: two loops of "
+      "`GET /v1/requests/{unknown id}` (F1), 2,000 slowloris connections (F3), 1,500 "
+      "half-sent 512 KiB bodies (F2), all on 127.0.0.1."
+      % (read("abuse.rev").strip(), read("abuse.loadavg").strip()))
+    w("")
+    w("| | calls/s | p50 ms | p99 ms | max ms | answers |")
+    w("|---|---|---|---|---|---|")
+    for name, r in (("baseline", base), ("under attack", att)):
+        w("| %s | %s | %s | %s | %s | %s |" % (
+            name, r["calls_per_s"], r["p50_ms"], r["p99_ms"], r["max_ms"],
+            ", ".join("%s: %d" % kv for kv in sorted(r["call_status"].items()))))
+    w("")
+    w("- F1 answers: %s" % ", ".join("%s: %d" % kv for kv in sorted(att["f1_status"].items())))
+    w("- slowloris: %s" % json.dumps(att["slowloris"]))
+    w("- half-sent bodies: %s" % json.dumps(att["half_bodies"]))
+    rows = read("abuse.rows").split()
+    w("- RSS peak %s MB; daemon %s, exit status %s on SIGTERM; aborts (out of memory, Aborted, sanitizer): %s"
+      % (round(int(read("abuse.rss_peak_kb", "0").strip() or 0) / 1024, 1),
+         read("abuse.alive").strip(), read("abuse.exit").strip(),
+         read("abuse.aborts", "0").strip() or "0"))
+    if len(rows) == 2:
+        w("- calls rows %s for %s answered 200 (nothing answered is lost)" % (rows[0], rows[1]))
+    warn = read("abuse.warnings").splitlines()
+    if warn:
+        w("")
+        w("What the daemon logged (warnings and errors, first 20):")
+        w("")
+        w("    " + "\n    ".join(warn))
+w("")
 open(path, "w").write("\n".join(L))
 PY
 }
@@ -542,12 +597,82 @@ tree_rev() {
 	echo "$rev$dirty"
 }
 
+# The hostile-callers run: baseline, then the same calls under attack.
+abuse() {
+	local dir port_mock port_d pid_mock pid_d rc=0 rows answered st
+	dir=$(mktemp -d /tmp/fusebox-abuse-XXXXXX)
+	"$build/contrib/fusebox-mockllm" --listen 127.0.0.1:0 --quiet >"$dir/mock.out" \
+		2>"$dir/mock.err" &
+	pid_mock=$!
+	for _ in $(seq 100); do
+		port_mock=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/mock.out")
+		[ -n "$port_mock" ] && break
+		sleep 0.1
+	done
+	[ -n "$port_mock" ] || die "abuse: mock did not start"
+	printf '%s\n' '{"listen": "127.0.0.1:0", "database": "fusebox.db",' \
+		' "backends": [{"name": "primary", "model": "m", "max_concurrent": 64,' \
+		"   \"url\": \"http://127.0.0.1:$port_mock/b/primary/v1/chat/completions\"}]," \
+		' "routes": [{"name": "intent", "budget_ms": 2000, "targets": [{"backend": "primary"}],' \
+		'   "rules": {"default": {"result": {"intent": "other"}}}}]}' >"$dir/fusebox.json"
+	(cd "$dir" && exec "$build/daemon/fuseboxd" -c "$dir/fusebox.json") >"$dir/daemon.out" \
+		2>"$dir/daemon.err" &
+	pid_d=$!
+	for _ in $(seq 100); do
+		port_d=$(sed -n 's/^listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$dir/daemon.out")
+		[ -n "$port_d" ] && break
+		sleep 0.1
+	done
+	if [ -z "$port_d" ]; then
+		kill "$pid_mock"
+		die "abuse: fuseboxd did not start: $(tail -3 "$dir/daemon.err")"
+	fi
+	ulimit -n 65536 2>/dev/null || true
+	log "abuse: baseline ${abuse_secs}s, then ${abuse_secs}s under attack (daemon pid $pid_d)"
+	python3 "$here/tests/reliability/abuse.py" "$port_d" "$abuse_secs" "$out/abuse.base.json" \
+		calls-only >/dev/null || rc=1
+	python3 "$here/tests/reliability/abuse.py" "$port_d" "$abuse_secs" "$out/abuse.attack.json" \
+		>/dev/null || rc=1
+	awk '/^VmHWM:/ {print $2}' "/proc/$pid_d/status" >"$out/abuse.rss_peak_kb" 2>/dev/null || true
+	if kill -0 "$pid_d" 2>/dev/null && curl -sf "http://127.0.0.1:$port_d/healthz" >/dev/null; then
+		echo alive >"$out/abuse.alive"
+	else
+		echo "DIED: $(tail -3 "$dir/daemon.err")" >"$out/abuse.alive"
+		rc=1
+	fi
+	kill -TERM "$pid_d" 2>/dev/null || true
+	st=0
+	wait "$pid_d" 2>/dev/null || st=$?
+	echo "$st" >"$out/abuse.exit"
+	kill "$pid_mock" 2>/dev/null || true
+	wait "$pid_mock" 2>/dev/null || true
+	rows=$(sqlite3 "$dir/fusebox.db" 'SELECT count(*) FROM calls' 2>/dev/null || echo -1)
+	answered=$(python3 -c 'import json,sys; print(sum(json.load(open(f))["call_status"].get("200", 0) for f in sys.argv[1:]))' \
+		"$out/abuse.base.json" "$out/abuse.attack.json" 2>/dev/null || echo -1)
+	echo "$rows $answered" >"$out/abuse.rows"
+	[ "$rows" -ge "$answered" ] || rc=1
+	grep -c 'fuseboxd: out of memory\|Aborted\|AddressSanitizer' "$dir/daemon.err" >"$out/abuse.aborts" || true
+	grep 'out of memory\|[Aa]borted\|warn\|error' "$dir/daemon.err" | head -20 >"$out/abuse.warnings" || true
+	rm -rf "$dir"
+	return $rc
+}
+
 # ---- main ----
 
 if [ "$mode" = report ]; then
 	results_md
 	log "wrote $results (from the logs of the last runs)"
 	exit 0
+fi
+if [ "$mode" = abuse ]; then
+	ninja -C "$build" daemon/fuseboxd contrib/fusebox-mockllm >/dev/null
+	rc=0
+	tree_rev >"$out/abuse.rev"
+	cut -d' ' -f1-3 /proc/loadavg >"$out/abuse.loadavg"
+	abuse || rc=1
+	results_md
+	log "wrote $results"
+	exit $rc
 fi
 build_targets
 if [ "$mode" = soak ]; then

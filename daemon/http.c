@@ -1,5 +1,6 @@
 /*
- * http: libmicrohttpd front end, run by the engine thread.
+ * http: libmicrohttpd front end (the MHD glue, dispatch, answers and
+ * streams), run by the engine thread.
  *
  * MHD has no thread of its own: its epoll descriptor sits in the engine's
  * epoll set and the engine calls http_run() when it is readable (or MHD
@@ -8,7 +9,12 @@
  * hand-over between threads (each hand-over cost two wake-ups on the
  * bench machine, and a scheduler slice when the other core was busy).
  *
- * A request moves READING → DISPATCHED (handler running, or suspended
+ * Connections are accepted by http_conn.c, not by MHD: so a connection
+ * over a cap gets a 503 instead of waiting in the backlog, and a
+ * connection whose headers trickle in is closed with a 408. Each request
+ * is screened on its headers before any body is read (http_screen.c).
+ *
+ * A request moves READING (or REFUSED, its error set) → DISPATCHED (handler running, or suspended
  * while the call waits) → DONE (response set) → freed by req_completed().
  * A handler that answers inside http_access() (r->inline_call) is queued
  * at once; a later answer resumes the suspended connection and the
@@ -18,46 +24,28 @@
  * ORPHANED case (MHD dropped the connection while a handler still holds
  * the request: the handler's later http_respond() frees it instead).
  */
-#include "http.h"
-
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include <fcntl.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "clock.h"
 #include "engine.h"
+#include "http_int.h"
 #include "jsonutil.h"
 #include "log.h"
 
-enum req_state { REQ_READING = 0, REQ_TOO_BIG, REQ_DISPATCHED, REQ_DONE, REQ_QUEUED, REQ_ORPHANED };
+/* REQ_REFUSED: the error is set; the rest of the body is discarded. */
+enum req_state { REQ_READING = 0, REQ_REFUSED, REQ_DISPATCHED, REQ_DONE, REQ_QUEUED, REQ_ORPHANED };
 
 #define MAX_URL_BYTES 4096
-#define MAX_HEADERS   64
-
-struct http_server {
-	struct MHD_Daemon *mhd;
-	struct engine *engine;
-	pthread_mutex_t lock;
-	int port;
-	int64_t max_body_bytes;
-	int callers_require_token;
-	int metrics_public;
-	struct tokens *tokens;		      /* owned; swapped under lock by http_set_auth() */
-	int active;			      /* requests between arrival and MHD's completion */
-	int resumed;			      /* connections resumed since the last http_run() */
-	int epfd;			      /* MHD's epoll descriptor (in the engine's set) */
-	const struct endpoint *const *tables; /* borrowed (http_opts.tables) */
-	int ntables;
-};
 
 struct http_stream {
 	struct buf pending; /* written, not yet taken by MHD */
@@ -81,8 +69,6 @@ method_parse(const char *m)
 	return HTTP_OTHER;
 }
 
-static const char *const method_names[] = {"GET", "POST", "PUT", "DELETE", "OTHER"};
-
 static void
 req_free(struct http_req *r)
 {
@@ -90,6 +76,11 @@ req_free(struct http_req *r)
 
 	if (r == NULL)
 		return;
+	if (r->reserved) {
+		pthread_mutex_lock(&r->srv->lock);
+		r->srv->buffered -= r->reserved;
+		pthread_mutex_unlock(&r->srv->lock);
+	}
 	free(r->url);
 	for (i = 0; i < r->nparams; i++)
 		free(r->params[i]);
@@ -108,150 +99,6 @@ req_free(struct http_req *r)
 	for (i = 0; i < r->nresp_hdrs; i++)
 		free(r->resp_hdrs[i].k);
 	free(r);
-}
-
-/*
- * Match url against pattern; captures go to r->params. 1 on match.
- */
-static int
-pattern_match(const char *pattern, const char *url, struct http_req *r)
-{
-	const char *p = pattern, *u = url;
-	char *caps[HTTP_MAX_PARAMS];
-	int ncaps = 0, i;
-
-	while (*p && *u) {
-		if (p[0] == '{' && p[1] == '}') {
-			const char *end = strchr(u, '/');
-			size_t n = end ? (size_t)(end - u) : strlen(u);
-
-			if (n == 0 || ncaps == HTTP_MAX_PARAMS)
-				goto fail;
-			caps[ncaps++] = xstrndup(u, n);
-			u += n;
-			p += 2;
-			continue;
-		}
-		if (*p != *u)
-			goto fail;
-		p++;
-		u++;
-	}
-	if (*p || *u)
-		goto fail;
-	if (r) {
-		for (i = 0; i < ncaps; i++)
-			r->params[i] = caps[i];
-		r->nparams = ncaps;
-	} else {
-		for (i = 0; i < ncaps; i++)
-			free(caps[i]);
-	}
-	return 1;
-fail:
-	for (i = 0; i < ncaps; i++)
-		free(caps[i]);
-	return 0;
-}
-
-/*
- * Find the endpoint for r. 0, or 404 / 405 (with *allow listing methods).
- */
-static int
-endpoint_find(struct http_req *r, const struct endpoint **out, char *allow, size_t allowlen)
-{
-	int t;
-	const struct endpoint *e;
-	int path_seen = 0;
-
-	allow[0] = '\0';
-	for (t = 0; t < r->srv->ntables; t++) {
-		for (e = r->srv->tables[t]; e->pattern != NULL; e++) {
-			if (!pattern_match(e->pattern, r->url, NULL))
-				continue;
-			path_seen = 1;
-			if (e->method == r->method) {
-				pattern_match(e->pattern, r->url, r);
-				*out = e;
-				return 0;
-			}
-			if (strstr(allow, method_names[e->method]) == NULL) {
-				size_t n = strlen(allow);
-
-				snprintf(allow + n, allowlen - n, "%s%s", n ? ", " : "",
-					 method_names[e->method]);
-			}
-		}
-	}
-	return path_seen ? 405 : 404;
-}
-
-/* A name and its value copied into one block: k owns it, v points inside. */
-static void
-kv_set(struct http_kv *kv, const char *key, const char *value)
-{
-	size_t kl = strlen(key), vl = strlen(value);
-
-	kv->k = xmalloc(kl + vl + 2);
-	memcpy(kv->k, key, kl + 1);
-	kv->v = kv->k + kl + 1;
-	memcpy(kv->v, value, vl + 1);
-}
-
-static enum MHD_Result
-collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
-{
-	struct http_req *r = cls;
-	struct http_kv **vp;
-	int *np;
-
-	if (kind == MHD_HEADER_KIND) {
-		vp = &r->hdrs;
-		np = &r->nhdrs;
-	} else {
-		vp = &r->args;
-		np = &r->nargs;
-	}
-	if (*np >= MAX_HEADERS)
-		return MHD_YES;
-	/* grows 8, 16, 32, 64: one allocation for a usual request */
-	if (*np == 0 || (*np >= 8 && (*np & (*np - 1)) == 0))
-		*vp = xrealloc(*vp, (size_t)(*np < 8 ? 8 : 2 * *np) * sizeof **vp);
-	kv_set(&(*vp)[*np], key, value ? value : "");
-	(*np)++;
-	return MHD_YES;
-}
-
-static const char *
-kv_find(const struct http_kv *v, int n, const char *name)
-{
-	int i;
-
-	for (i = 0; i < n; i++)
-		if (strcasecmp(v[i].k, name) == 0)
-			return v[i].v;
-	return NULL;
-}
-
-const char *
-http_req_header(const struct http_req *r, const char *name)
-{
-	return kv_find(r->hdrs, r->nhdrs, name);
-}
-
-const char *
-http_req_arg(const struct http_req *r, const char *name)
-{
-	return kv_find(r->args, r->nargs, name);
-}
-
-void
-http_req_add_header(struct http_req *r, const char *name, const char *value)
-{
-	if (r->nresp_hdrs >= HTTP_MAX_RESP_HEADERS)
-		return;
-	kv_set(&r->resp_hdrs[r->nresp_hdrs], name, value);
-	r->nresp_hdrs++;
 }
 
 /* MHD asks for more of a streaming body (inside http_run()). */
@@ -304,111 +151,12 @@ queue_response(struct http_req *r)
 				r->content_type ? r->content_type : "application/json");
 	for (i = 0; i < r->nresp_hdrs; i++)
 		MHD_add_response_header(resp, r->resp_hdrs[i].k, r->resp_hdrs[i].v);
+	if (r->close_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(r->conn, r->status, resp);
 	MHD_destroy_response(resp);
 	r->state = REQ_QUEUED;
 	return ret;
-}
-
-/*
- * The OpenAI error "type" for a status, so that every error body of the
- * daemon also reads as an OpenAI error ({"error":{"message","type","code"}})
- * to SDK clients of the facade.
- */
-static const char *
-error_type(unsigned status)
-{
-	switch (status) {
-	case 401:
-		return "authentication_error";
-	case 403:
-		return "permission_error";
-	case 404:
-		return "not_found_error";
-	case 429:
-		return "rate_limit_error";
-	default:
-		return status >= 500 ? "server_error" : "invalid_request_error";
-	}
-}
-
-static void
-set_error(struct http_req *r, unsigned status, const char *code, const char *message)
-{
-	cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", message);
-	cJSON_AddStringToObject(e, "type", error_type(status));
-	free(r->resp_body);
-	r->resp_body = json_print(o);
-	r->resp_len = strlen(r->resp_body);
-	r->status = status;
-	cJSON_Delete(o);
-}
-
-/*
- * Authenticate r against the endpoint's access level. 0, or 401 / 403 with
- * the error body set.
- */
-static int
-auth_check(struct http_server *s, struct http_req *r)
-{
-	const char *h = http_req_header(r, "Authorization");
-	const struct token *t = NULL;
-	int need;
-
-	int callers_require_token, metrics_public;
-
-	snprintf(r->actor, sizeof r->actor, "anonymous");
-	r->role = -1;
-	/* The tokens may be swapped by a reload: look up under the lock and
-	 * keep only copies (name, role). */
-	pthread_mutex_lock(&s->lock);
-	callers_require_token = s->callers_require_token;
-	metrics_public = s->metrics_public;
-	if (h && strncasecmp(h, "Bearer ", 7) == 0 && s->tokens) {
-		t = tokens_find(s->tokens, h + 7);
-		if (t) {
-			snprintf(r->actor, sizeof r->actor, "%s", t->name);
-			r->role = (int)t->role;
-		}
-	}
-	pthread_mutex_unlock(&s->lock);
-	switch (r->ep->access) {
-	case ACCESS_OPEN:
-		return 0;
-	case ACCESS_DATA:
-		if (!callers_require_token)
-			return 0;
-		need = ROLE_CALLER;
-		break;
-	case ACCESS_METRICS:
-		if (metrics_public)
-			return 0;
-		need = ROLE_VIEWER;
-		break;
-	case ACCESS_VIEWER:
-		need = ROLE_VIEWER;
-		break;
-	default:
-		need = ROLE_OPERATOR;
-		break;
-	}
-	if (r->role < 0) {
-		set_error(r, 401, "unauthorized",
-			  h ? "unknown token" : "missing Authorization: Bearer <token>");
-		return 401;
-	}
-	if (r->role < need) {
-		char msg[128];
-
-		snprintf(msg, sizeof msg, "role %s may not do this (needs %s)",
-			 role_name((enum role)r->role), role_name((enum role)need));
-		set_error(r, 403, "forbidden", msg);
-		return 403;
-	}
-	return 0;
 }
 
 /* Adds the length of one query argument ("&k=v") to *cls. */
@@ -428,12 +176,16 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 	struct http_server *s = cls;
 	struct http_req *r = *con_cls;
 	const union MHD_ConnectionInfo *ci;
-	char allow[64];
 	size_t ulen;
-	int rc;
 
 	if (r == NULL) {
-		r = xcalloc(1, sizeof *r);
+		conn_request_begins(s, conn);
+		/* Out of memory on a request path: close this one, never abort. */
+		r = calloc(1, sizeof *r);
+		if (r == NULL) {
+			refusal_note(s, HTTP_REFUSED_BODY_MEMORY);
+			return MHD_NO;
+		}
 		r->conn = conn;
 		r->srv = s;
 		pthread_mutex_lock(&s->lock);
@@ -447,7 +199,7 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		if (ulen > MAX_URL_BYTES) {
 			r->url = xstrdup("/");
 			set_error(r, 414, "uri_too_long", "request URL longer than 4096 bytes");
-			r->state = REQ_TOO_BIG;
+			r->state = REQ_REFUSED;
 		} else {
 			r->url = xstrdup(url);
 		}
@@ -463,43 +215,33 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 					  r->remote, sizeof r->remote);
 		}
 		*con_cls = r;
+		MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_kv, r);
+		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
+		if (r->state == REQ_READING && req_screen(s, r, conn, version) != 0) {
+			r->state = REQ_REFUSED;
+			/* Queued now, MHD reads no body and closes after the answer:
+			 * nothing after a refused request is read as a request. */
+			if (r->close_after)
+				return queue_response(r);
+		}
 		return MHD_YES;
 	}
-	if (r->state == REQ_READING || r->state == REQ_TOO_BIG) {
+	if (r->state == REQ_READING || r->state == REQ_REFUSED) {
 		if (*upload_data_size) {
+			/* MHD 0.9.75 refuses a response while upload data is
+			 * pending: discard the rest, answer at the end. */
 			if (r->state == REQ_READING &&
-			    buf_append(&r->body, upload_data, *upload_data_size) < 0) {
-				char msg[96];
-
-				snprintf(msg, sizeof msg,
-					 "request body larger than max_body_bytes (%lld)",
-					 (long long)s->max_body_bytes);
-				/* MHD 0.9.75 refuses a response while upload data is
-				 * pending: discard the rest, answer 413 at the end. */
-				set_error(r, 413, "body_too_large", msg);
-				r->state = REQ_TOO_BIG;
+			    body_append(s, r, upload_data, *upload_data_size) != 0) {
+				r->state = REQ_REFUSED;
+				r->close_after = 1;
 				buf_free(&r->body);
 			}
 			*upload_data_size = 0;
 			return MHD_YES;
 		}
-		if (r->state == REQ_TOO_BIG)
+		if (r->state == REQ_REFUSED)
 			return queue_response(r);
 		r->recv_us = clock_mono_us();
-		MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_kv, r);
-		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
-		rc = endpoint_find(r, &r->ep, allow, sizeof allow);
-		if (rc == 404) {
-			set_error(r, 404, "not_found", "no such endpoint");
-			return queue_response(r);
-		}
-		if (rc == 405) {
-			set_error(r, 405, "method_not_allowed", "method not allowed here");
-			http_req_add_header(r, "Allow", allow);
-			return queue_response(r);
-		}
-		if (auth_check(s, r) != 0)
-			return queue_response(r);
 		/* The handler runs here, on the engine thread: an answer known
 		 * at once (rules, cache, an error) is written in this turn. */
 		r->state = REQ_DISPATCHED;
@@ -635,6 +377,8 @@ req_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct http_req *r = *con_cls;
 	int orphan = 0;
 
+	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		conn_request_ends(s, conn);
 	if (r == NULL)
 		return;
 	*con_cls = NULL;
@@ -663,6 +407,35 @@ mhd_log(void *cls, const char *fmt, va_list ap)
 	log_debug("http", "%s", line);
 }
 
+static void
+server_free(struct http_server *s)
+{
+	struct ipslot *p, *n;
+	int i;
+
+	if (s->lfd >= 0)
+		close(s->lfd);
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
+	for (i = 0; i < IP_BUCKETS; i++)
+		for (p = s->ipt[i]; p != NULL; p = n) {
+			n = p->next;
+			free(p);
+		}
+	for (i = 0; i < s->nhosts; i++)
+		free(s->hosts[i]);
+	free(s->hosts);
+	for (i = 0; i < s->norigins; i++)
+		free(s->origins[i]);
+	free(s->origins);
+	free(s->listen_host);
+	tokens_free(s->tokens);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
 int
 http_start(const struct http_opts *o, struct engine *e, struct http_server **out, char **cause)
 {
@@ -670,9 +443,12 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	struct sockaddr_storage ss;
 	socklen_t sslen;
 	const union MHD_DaemonInfo *di;
-	/* No MHD thread: the engine runs MHD (see the top of this file). */
-	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
-	int r = 0;
+	/* No MHD thread: the engine runs MHD (see the top of this file); we
+	 * accept, MHD has no listen socket. */
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG |
+			 MHD_USE_NO_LISTEN_SOCKET;
+	struct epoll_event ev;
+	int r = 0, i, one = 1;
 
 	memset(&ss, 0, sizeof ss);
 	if (inet_pton(AF_INET, o->host, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
@@ -687,15 +463,46 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 		sin6->sin6_family = AF_INET6;
 		sin6->sin6_port = htons((uint16_t)o->port);
 		sslen = sizeof *sin6;
-		flags |= MHD_USE_IPv6;
 	} else {
 		*cause = xasprintf("listen: cannot parse address \"%s\"", o->host);
 		r = -EINVAL;
 		goto out;
 	}
-	(void)sslen;
 	s = xcalloc(1, sizeof *s);
 	pthread_mutex_init(&s->lock, NULL);
+	s->lfd = s->epfd = s->spare_fd = -1;
+	s->max_connections = o->max_connections;
+	s->max_per_ip = o->max_connections_per_ip;
+	s->max_buffered = o->max_buffered_body_bytes;
+	s->body_timeout_s = o->conn_timeout_s;
+	s->header_timeout_s = o->header_timeout_s;
+	s->idle_timeout_s = o->idle_timeout_s > 0 ? o->idle_timeout_s : o->conn_timeout_s;
+	s->listen_host = xstrdup(o->host);
+	s->hosts = xcalloc((size_t)MAX(o->nallowed_hosts, 1), sizeof *s->hosts);
+	for (i = 0; i < o->nallowed_hosts; i++)
+		s->hosts[s->nhosts++] = xstrdup(o->allowed_hosts[i]);
+	reqcheck_self_init(&s->self, s->listen_host, s->hosts, s->nhosts);
+	s->origins = xcalloc((size_t)MAX(o->nallowed_origins, 1), sizeof *s->origins);
+	for (i = 0; i < o->nallowed_origins; i++)
+		s->origins[s->norigins++] = xstrdup(o->allowed_origins[i]);
+	s->lfd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->lfd >= 0) {
+		setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+		if (ss.ss_family == AF_INET6)
+			setsockopt(s->lfd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+	}
+	if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&ss, sslen) != 0 ||
+	    listen(s->lfd, 4096) != 0) {
+		*cause = xasprintf("listen: cannot bind %s:%d (%s)", o->host, o->port,
+				   strerror(errno));
+		r = -EADDRINUSE;
+		goto out;
+	}
+	sslen = sizeof ss;
+	getsockname(s->lfd, (struct sockaddr *)&ss, &sslen);
+	s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						 : ((struct sockaddr_in *)&ss)->sin_port);
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	s->engine = e;
 	s->tables = o->tables;
 	s->ntables = o->ntables;
@@ -703,40 +510,47 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	s->callers_require_token = o->callers_require_token;
 	s->metrics_public = o->metrics_public;
 	s->tokens = o->tokens;
-	s->mhd = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, http_access, s,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_NOTIFY_COMPLETED, req_completed, s,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->conn_timeout_s,
+	/* MHD's own cap is above ours: ours answers 503 first. */
+	s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, http_access, s, MHD_OPTION_NOTIFY_COMPLETED,
+				  req_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + 64,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->idle_timeout_s,
 				  /* <= 32 KiB: MHD takes the pool from malloc, not mmap (a munmap
 				   * per connection costs a TLB shootdown on every core); 16 KiB
 				   * halves the per-request memset and still holds the request
 				   * line and headers (bodies are buffered by us). */
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
-				  MHD_OPTION_LISTEN_BACKLOG_SIZE, 4096U, MHD_OPTION_EXTERNAL_LOGGER,
-				  mhd_log, NULL, MHD_OPTION_END);
+				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (s->mhd == NULL) {
-		*cause = xasprintf("listen: cannot bind %s:%d (%s)", o->host, o->port,
-				   strerror(errno));
-		r = -EADDRINUSE;
+		*cause = xasprintf("listen: libmicrohttpd did not start (%s)", strerror(errno));
+		r = -ENOSYS;
 		goto out;
 	}
-	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	s->port = di ? di->port : o->port;
 	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
-	s->epfd = di ? di->epoll_fd : -1;
-	if (s->epfd < 0) {
+	s->mhd_epfd = di ? di->epoll_fd : -1;
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
+	ev.data.fd = s->mhd_epfd;
+	if (s->mhd_epfd < 0 || s->epfd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->mhd_epfd, &ev)) {
 		*cause = xasprintf("listen: libmicrohttpd has no epoll descriptor");
-		MHD_stop_daemon(s->mhd);
 		r = -ENOSYS;
+		goto out;
+	}
+	ev.data.fd = s->lfd;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) != 0) {
+		*cause = xasprintf("listen: cannot watch the listen socket (%s)", strerror(errno));
+		r = -errno;
 		goto out;
 	}
 	*out = s;
 	s = NULL;
 out:
 	if (s) {
-		pthread_mutex_destroy(&s->lock);
-		free(s);
+		if (s->mhd)
+			MHD_stop_daemon(s->mhd);
+		s->tokens = NULL; /* freed below */
+		server_free(s);
 	}
 	if (r != 0)
 		tokens_free(o->tokens);
@@ -747,18 +561,6 @@ int
 http_port(const struct http_server *s)
 {
 	return s->port;
-}
-
-void
-http_quiesce(struct http_server *s)
-{
-	if (s && s->mhd) {
-		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-
-		/* External mode: the listen socket is ours to close now. */
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
-	}
 }
 
 int
@@ -792,9 +594,22 @@ http_pending(struct http_server *s)
 void
 http_run(struct http_server *s)
 {
+	struct epoll_event ev;
+
 	pthread_mutex_lock(&s->lock);
 	s->resumed = 0;
 	pthread_mutex_unlock(&s->lock);
+	if (s->lfd_off && s->lfd >= 0 && clock_mono_ms() >= s->rearm_ms) {
+		memset(&ev, 0, sizeof ev);
+		ev.events = EPOLLIN;
+		ev.data.fd = s->lfd;
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) == 0)
+			s->lfd_off = 0;
+		else
+			s->rearm_ms = clock_mono_ms() + 100;
+	}
+	conn_accept_all(s);
+	conn_expire(s);
 	MHD_run(s->mhd);
 }
 
@@ -802,10 +617,19 @@ int64_t
 http_timeout_ms(struct http_server *s)
 {
 	MHD_UNSIGNED_LONG_LONG to;
+	int64_t ms = -1, now = clock_mono_ms(), due = INT64_MAX;
 
-	if (MHD_get_timeout(s->mhd, &to) != MHD_YES)
-		return -1;
-	return to > INT64_MAX ? INT64_MAX : (int64_t)to;
+	if (MHD_get_timeout(s->mhd, &to) == MHD_YES)
+		ms = to > INT64_MAX ? INT64_MAX : (int64_t)to;
+	if (s->fresh.head)
+		due = s->fresh.head->deadline_ms;
+	if (s->kept.head && s->kept.head->deadline_ms < due)
+		due = s->kept.head->deadline_ms;
+	if (s->lfd_off && s->rearm_ms < due)
+		due = s->rearm_ms;
+	if (due != INT64_MAX && (ms < 0 || due - now < ms))
+		ms = due > now ? due - now : 0;
+	return ms;
 }
 
 void
@@ -814,10 +638,8 @@ http_stop(struct http_server *s)
 	if (s == NULL)
 		return;
 	if (s->mhd)
-		MHD_stop_daemon(s->mhd);
-	tokens_free(s->tokens);
-	pthread_mutex_destroy(&s->lock);
-	free(s);
+		MHD_stop_daemon(s->mhd); /* closes every connection (conn_notify frees ours) */
+	server_free(s);
 }
 
 void

@@ -49,7 +49,7 @@ url=http://127.0.0.1:$FBD_PORT
 	end=$((SECONDS + 2 * secs + 30))
 	while [ "$SECONDS" -lt "$end" ]; do
 		for ((i = 0; i < n; i += 10)); do
-			curl -s -o /dev/null -d '{"input":"hello"}' "$url/v1/routes/route-$(printf %03d $((i + RANDOM % 10)))/call" || true
+			curl -s -o /dev/null -H 'Content-Type: application/json' -d '{"input":"hello"}' "$url/v1/routes/route-$(printf %03d $((i + RANDOM % 10)))/call" || true
 		done
 		sleep 0.5
 	done

@@ -20,9 +20,9 @@ note "wrk c=1, 1 thread, $BENCH_REPS x ${BENCH_SECS}s; figures are medians of th
 bench_config "$tmp/fusebox.json" "http://127.0.0.1:9/v1/chat/completions"
 bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
 base=http://127.0.0.1:$FBD_PORT
-curl -sf -X PUT -H "Authorization: Bearer bench-operator-token" \
+curl -sf -X PUT -H "Authorization: Bearer bench-operator-token" -H 'Content-Type: application/json' \
 	-d '{"state":"forced_open","reason":"fallback benchmark"}' "$base/v1/backends/primary/breaker" >/dev/null
-first=$(curl -s -d "$CALL_BODY" "$base/v1/routes/intent/call")
+first=$(curl -s -H 'Content-Type: application/json' -d "$CALL_BODY" "$base/v1/routes/intent/call")
 grep -q '"source":"rules"' <<<"$first" && grep -q '"reason":"breaker_open"' <<<"$first" ||
 	{ echo "bench: unexpected answer: $first" >&2; exit 1; }
 

@@ -24,7 +24,7 @@ direct=http://127.0.0.1:$NGX_PORT/v1/chat/completions
 daemon=http://127.0.0.1:$FBD_PORT/v1/routes/intent/call
 
 # The daemon's answer must be a validated model answer, not a fallback.
-first=$(curl -s -d "$CALL_BODY" "$daemon")
+first=$(curl -s -H 'Content-Type: application/json' -d "$CALL_BODY" "$daemon")
 grep -q '"source":"llm"' <<<"$first" || { echo "bench: unexpected answer: $first" >&2; exit 1; }
 
 # Warm-up: connections, caches, the allocator.

@@ -67,7 +67,7 @@ if command -v valgrind >/dev/null 2>&1 && command -v callgrind_annotate >/dev/nu
 	bench_spawn VG VG_PORT "$tmp/valgrind.log" valgrind --tool=callgrind --instr-atstart=no \
 		--callgrind-out-file="$tmp/callgrind.out" "$fuseboxd" -c "$tmp/fusebox.json"
 	url=http://127.0.0.1:$VG_PORT/v1/routes/intent/call
-	curl -s -o /dev/null -d "$CALL_BODY" "$url"
+	curl -s -o /dev/null -H 'Content-Type: application/json' -d "$CALL_BODY" "$url"
 	before=$(sqlite3 "$tmp/fusebox.db" "SELECT count(*) FROM calls" 2>/dev/null || echo 0)
 	callgrind_control -i on "$VG" >/dev/null
 	WRK_BODY=$CALL_BODY timeout 90 wrk -t1 -c4 -d20s --timeout 10s -s "$src/tests/bench/post.lua" "$url" \

@@ -143,7 +143,7 @@ level() { # calls judge(0|1) path(h1|h2)
 	rm -f "$tmp"/fusebox.db*
 	bench_config "$tmp/fusebox.json" "$url" "$budget" 20000 "$((budget - 500))" "$ver" "$ca"
 	bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
-	curl -s -o /dev/null -d "$CALL_BODY" --max-time 10 "http://127.0.0.1:$FBD_PORT/v1/routes/intent/call"
+	curl -s -o /dev/null -H 'Content-Type: application/json' -d "$CALL_BODY" --max-time 10 "http://127.0.0.1:$FBD_PORT/v1/routes/intent/call"
 	threads0=$(bench_threads "$FBD")
 	rss0=$(bench_rss_kb "$FBD")
 	cpu0=$(bench_cpu_us "$FBD")
