@@ -4,14 +4,15 @@
 #
 #   contrib/bench.sh [--quick] [--no-profile] [--build DIR] [NAME...]
 #
-# NAME: overhead waiting deadline fallback logging console profile
+# NAME: overhead facade waiting deadline fallback logging console profile
 # (default: all). --quick: 3 repetitions of 3 s instead of 5 of 5 s.
 # Installs nothing. Needs the Debian packages (contrib/dev.sh bench deps):
-#   wrk nginx-light curl sqlite3 tmux        (the benchmarks)
+#   wrk nginx-light haproxy curl sqlite3 tmux (the benchmarks)
 #   linux-perf valgrind                       (the profile; skipped without)
-# nginx-light is used only as a process started by the bench on 127.0.0.1
-# with its own temp config; its system service is never needed (install
-# it with a policy-rc.d that forbids starting services, as dev.sh does).
+# nginx-light and haproxy are used only as processes started by the bench
+# on 127.0.0.1 with their own temp configs; their system services are never
+# needed (install them with a policy-rc.d that forbids starting services,
+# as dev.sh does).
 # Everything runs on loopback, bounded in count and time; about 15 min.
 set -euo pipefail
 
@@ -26,13 +27,13 @@ while [ $# -gt 0 ]; do
 	--quick) quick=1 ;;
 	--no-profile) profile=0 ;;
 	--build) build=$2; shift ;;
-	-h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
 	-*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
 	*) names+=("$1") ;;
 	esac
 	shift
 done
-all=(overhead waiting deadline fallback logging console)
+all=(overhead facade waiting deadline fallback logging console)
 [ "$profile" = 0 ] || all+=(profile)
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 if [ "$quick" = 1 ]; then
@@ -44,7 +45,7 @@ log() { printf '== %s\n' "$*" >&2; }
 
 # What is missing, as Debian package names; the benchmarks needing it skip.
 missing=()
-for p in wrk:wrk nginx:nginx-light curl:curl sqlite3:sqlite3 tmux:tmux perf:linux-perf valgrind:valgrind; do
+for p in wrk:wrk nginx:nginx-light haproxy:haproxy curl:curl sqlite3:sqlite3 tmux:tmux perf:linux-perf valgrind:valgrind; do
 	command -v "${p%%:*}" >/dev/null 2>&1 || missing+=("${p#*:}")
 done
 [ ${#missing[@]} -eq 0 ] || log "missing (apt-get install ${missing[*]}): the benchmarks needing them are skipped"
@@ -96,6 +97,10 @@ for n in "${names[@]}"; do
 	[ "$rc" = 0 ] || [ "$rc" = 77 ] || { log "$n exited $rc:"; tail -5 "$out/$n.err" >&2; }
 done
 load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+alloc="glibc malloc"
+if ldd "$build/daemon/fuseboxd" 2>/dev/null | grep -q jemalloc; then
+	alloc="jemalloc $(pkg-config --modversion jemalloc 2>/dev/null)"
+fi
 
 # ---- tests/bench/RESULTS.md ----
 md=tests/bench/RESULTS.md
@@ -135,7 +140,7 @@ commit \`$(git rev-parse --short HEAD 2>/dev/null || echo '?')\`$(git diff --qui
 - load average at start: $load_start; at the end: $load_end (a shared machine: other
   people's builds and fuzzers run alongside, so every figure carries their noise)
 - open-file limit: $(ulimit -n) (hard $(ulimit -Hn))
-- tools: $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | cut -d' ' -f3), libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2), libmicrohttpd $(pkg-config --modversion libmicrohttpd), SQLite $(pkg-config --modversion sqlite3)
+- tools: $(wrk --version 2>&1 | head -1 | cut -d' ' -f1-2), $(nginx -v 2>&1 | cut -d' ' -f3), $(haproxy -v 2>/dev/null | head -1 | cut -d' ' -f1,3), libcurl $(curl-config --version 2>/dev/null | cut -d' ' -f2), libmicrohttpd $(pkg-config --modversion libmicrohttpd), SQLite $(pkg-config --modversion sqlite3), fuseboxd's allocator: $alloc
 
 ## Method
 

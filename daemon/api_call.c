@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "api_call.h"
+#include "addr.h"
 #include "budget.h"
 #include "call.h"
 #include "clock.h"
@@ -19,6 +20,7 @@
 #include "idem.h"
 #include "jobs.h"
 #include "log.h"
+#include "textcheck.h"
 #include "util.h"
 
 #define MAX_REQUEST_ID 128
@@ -75,7 +77,7 @@ static void
 call_done(struct call *c, const struct call_answer *a, void *arg)
 {
 	struct call_ctx *ctx = arg;
-	char *body = xstrdup(a->json);
+	char *body = xstrdup(a->json), retry[24];
 	struct idem_waiter *w = NULL, *next;
 
 	(void)c;
@@ -91,8 +93,16 @@ call_done(struct call *c, const struct call_answer *a, void *arg)
 	}
 	set_answer_headers(ctx->r, a->http_status < 300 ? source_name(a->source) : NULL, a->level,
 			   a->elapsed_ms, a->request_id);
+	if (a->traceparent != NULL)
+		http_req_add_header(ctx->r, "traceparent", a->traceparent);
+	if (a->http_status >= 300)
+		snprintf(retry, sizeof retry, "%lld", (long long)MAX(a->retry_after_s, 1));
+	if (a->http_status >= 300)
+		http_req_add_header(ctx->r, "Retry-After", retry);
 	for (; w; w = next) {
 		next = w->next;
+		if (a->http_status >= 300)
+			http_req_add_header(w->arg, "Retry-After", retry);
 		respond_replay(w->arg, a->http_status, body);
 		free(w);
 	}
@@ -116,6 +126,11 @@ api_request_id_check(const char *id, const char *field, char *msg, size_t msglen
 			return 400;
 		}
 	}
+	/* C1 controls (a raw 0x9b is an 8-bit CSI to a terminal) and broken UTF-8 */
+	if (textcheck_has_control(id)) {
+		snprintf(msg, msglen, "%s: must be UTF-8 without control characters", field);
+		return 400;
+	}
 	return 0;
 }
 
@@ -126,7 +141,7 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 	cJSON *o = NULL;
 	const cJSON *v;
 	const char *h;
-	char *cause = NULL;
+	char *cause = NULL, path[128];
 	int rc = 400;
 
 	cr->allow_llm = 1;
@@ -134,6 +149,10 @@ api_call_parse(const char *body, size_t len, const char *hdr_request_id, const c
 	o = cJSON_ParseWithLength(body ? body : "", len);
 	if (!cJSON_IsObject(o)) {
 		snprintf(msg, msglen, "body: must be a JSON object");
+		goto out;
+	}
+	if (textcheck_json_utf8(o, path, sizeof path)) {
+		snprintf(msg, msglen, "%s: must be valid UTF-8", path);
 		goto out;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "input");
@@ -285,10 +304,47 @@ respond_job(struct http_req *r, struct engine *e, int route, struct call_req *cr
 		cJSON_AddStringToObject(body, "callback_url", cr->callback_url);
 	if (cr->metadata)
 		cJSON_AddItemToObject(body, "metadata", cJSON_Duplicate(cr->metadata, 1));
+	{
+		/* the job's call runs later, in the caller's trace (jobs.c) */
+		const char *tp = http_req_header(r, "traceparent");
+		struct tracectx tc;
+
+		if (tracectx_parse(tp, &tc)) {
+			char text[TRACECTX_TRACEPARENT_LEN + 1];
+
+			tracectx_format(&tc, text, sizeof text);
+			cJSON_AddStringToObject(body, "traceparent", text);
+			if (cr->tracestate)
+				cJSON_AddStringToObject(body, "tracestate", cr->tracestate);
+		}
+	}
 	ja->r = r;
 	ja->request_id = xstrdup(cr->request_id);
 	jobs_accept(e->jobs, route, cr->request_id, body, job_answer, ja);
 	cJSON_Delete(body);
+}
+
+/*
+ * A callback_url that callbacks.allow can never let through (a literal
+ * address or a port no rule names) is refused at once; any other waits
+ * for the check after DNS when the callback is sent (notify.c).
+ */
+static int
+callback_refused(const struct config *cfg, const char *url, char *msg, size_t msglen)
+{
+	char host[256];
+	int port;
+
+	if (addr_url_host(url, host, sizeof host, &port) != 0) {
+		snprintf(msg, msglen, "callback_url: no host and port can be read from it");
+		return 1;
+	}
+	if (!addr_may_allow(cfg->callbacks_allow, cfg->ncallbacks_allow, host, port)) {
+		snprintf(msg, msglen, "callback_url: %.64s port %d is not in callbacks.allow", host,
+			 port);
+		return 1;
+	}
+	return 0;
 }
 
 static void
@@ -317,6 +373,12 @@ handle_call(struct http_req *r, struct engine *e)
 		http_respond_error(r, 400, "bad_request", "%s", msg);
 		return;
 	}
+	if (cr.callback_url && callback_refused(e->cfg, cr.callback_url, msg, sizeof msg)) {
+		call_req_clear(&cr);
+		http_respond_error(r, 400, "bad_request", "%s", msg);
+		return;
+	}
+	call_req_trace(e, &cr, http_req_header(r, "traceparent"), http_req_header(r, "tracestate"));
 	if (async || engine_route_level(e, route) >= 3) {
 		respond_job(r, e, route, &cr);
 		call_req_clear(&cr);
@@ -378,6 +440,23 @@ handle_call(struct http_req *r, struct engine *e)
 	call_start(e, &cr, call_done, ctx);
 }
 
+/*
+ * "trace_id" of the request's latest calls row; null while it is not
+ * written yet (a running or queued request) or was written before traces.
+ */
+static void
+request_trace_id(struct engine *e, cJSON *o, const char *id)
+{
+	struct store_val v[] = {SVT(id)};
+	char *trace = NULL, *cause = NULL;
+
+	if (store_reader_run_text(e->reader, STORE_Q_CALL_TRACE_ID, v, 1, &trace, &cause) != 0)
+		trace = NULL;
+	json_add_string(o, "trace_id", trace);
+	free(trace);
+	free(cause);
+}
+
 static void
 handle_request_get(struct http_req *r, struct engine *e)
 {
@@ -417,15 +496,27 @@ handle_request_get(struct http_req *r, struct engine *e)
 	{
 		struct store_val v[] = {SVT(id)};
 
-		if (store_reader_run_text(e->reader, STORE_Q_CALL_ROUTE, v, 1, &route, &cause) !=
-			    0 ||
-		    route == NULL) {
+		int rc = store_reader_run_text(e->reader, STORE_Q_CALL_ROUTE, v, 1, &route, &cause);
+
+		if (rc == 0 && route != NULL) {
 			free(cause);
+			cause = NULL;
+			rc = store_reader_run_text(e->reader, STORE_Q_CALL_RESPONSE, v, 1, &stored,
+						   &cause);
+		}
+		free(cause);
+		if (rc == STORE_E_SLOW) {
+			free(route);
+			free(stored);
+			http_req_add_header(r, "Retry-After", "1");
+			http_respond_error(r, 503, "storage_slow",
+					   "reading the request took too long; try again");
+			return;
+		}
+		if (route == NULL) {
 			http_respond_error(r, 404, "unknown_request", "no request \"%s\"", id);
 			return;
 		}
-		store_reader_run_text(e->reader, STORE_Q_CALL_RESPONSE, v, 1, &stored, &cause);
-		free(cause);
 	}
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "request_id", id);
@@ -443,6 +534,7 @@ handle_request_get(struct http_req *r, struct engine *e)
 	free(route);
 	free(stored);
 send:
+	request_trace_id(e, o, id);
 	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, 200, body, strlen(body));
@@ -451,8 +543,16 @@ send:
 static void
 handle_healthz(struct http_req *r, struct engine *e)
 {
-	char *body = xstrdup("{\"status\":\"ok\"}");
+	struct store_stats ss;
+	char *body;
 
+	store_get_stats(e->store, &ss);
+	if (ss.degraded)
+		body = xasprintf("{\"status\":\"degraded\",\"detail\":{\"storage\":"
+				 "\"storage_degraded\",\"log_rows_dropped\":%llu}}",
+				 (unsigned long long)ss.rows_dropped);
+	else
+		body = xstrdup("{\"status\":\"ok\"}");
 	http_respond(r, 200, body, strlen(body));
 }
 

@@ -41,9 +41,38 @@ add_message(struct buf *b, int *n, const char *role, const char *content, int64_
 }
 
 /*
+ * A caller's message as it came (the facade): tool calls, tool_call_id,
+ * name and content parts pass unchanged. The estimate counts the text of
+ * the content and of the tool calls' arguments.
+ */
+static void
+add_message_verbatim(struct buf *b, int *n, const cJSON *m, int64_t *tokens)
+{
+	const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content"), *tc, *t;
+
+	if ((*n)++ > 0)
+		buf_append(b, ",", 1);
+	json_buf_item(b, m);
+	if (cJSON_IsString(content))
+		*tokens +=
+			budget_estimate_tokens(content->valuestring, strlen(content->valuestring));
+	tc = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+	cJSON_ArrayForEach(t, tc)
+	{
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		const cJSON *args = fn ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+
+		if (cJSON_IsString(args))
+			*tokens += budget_estimate_tokens(args->valuestring,
+							  strlen(args->valuestring));
+	}
+}
+
+/*
  * Written straight into a buffer (no cJSON tree: this runs for every
  * attempt), in the order and with the number formatting json_print() uses:
- * model, messages, temperature, max_tokens, response_format, stream.
+ * model, messages, temperature, max_tokens, response_format, stream, then
+ * the caller's other fields in the order sent.
  */
 char *
 upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc, int backup,
@@ -69,7 +98,9 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	}
 	/* The system message goes first, also ahead of the backup's few-shot
 	 * examples: many chat templates reject a system message elsewhere. */
-	if (have_system) {
+	if (have_system && p && p->passthrough) {
+		/* written with the others, verbatim */
+	} else if (have_system) {
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(first, "content");
 
 		if (cJSON_IsString(content))
@@ -84,7 +115,12 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 		if (rc->backup.has_temperature)
 			temperature = rc->backup.temperature;
 	}
-	if (messages) {
+	if (messages && p && p->passthrough) {
+		const cJSON *m;
+
+		for (m = first; m; m = m->next)
+			add_message_verbatim(&b, &n, m, &tokens);
+	} else if (messages) {
 		const cJSON *m;
 
 		cJSON_ArrayForEach(m, messages)
@@ -110,7 +146,8 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 		temperature = p->temperature;
 	buf_puts(&b, ",\"temperature\":");
 	json_buf_number(&b, temperature);
-	buf_puts(&b, ",\"max_tokens\":");
+	buf_puts(&b, p && p->max_completion && p->max_tokens > 0 ? ",\"max_completion_tokens\":"
+								 : ",\"max_tokens\":");
 	json_buf_number(&b, p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens);
 	if (p && p->response_format) {
 		buf_puts(&b, ",\"response_format\":");
@@ -121,6 +158,18 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	}
 	if (p && p->stream)
 		buf_puts(&b, ",\"stream\":true");
+	if (p && p->extra) {
+		const cJSON *f;
+
+		for (f = p->extra->child; f; f = f->next) {
+			if (f->string == NULL)
+				continue;
+			buf_append(&b, ",", 1);
+			json_buf_string(&b, f->string);
+			buf_append(&b, ":", 1);
+			json_buf_item(&b, f);
+		}
+	}
 	buf_append(&b, "}", 1);
 	*input_tokens = tokens;
 	return buf_steal(&b);
@@ -140,10 +189,10 @@ usage_tokens(const cJSON *v)
 }
 
 int
-upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
+upstream_parse_reply_ex(const char *body, size_t len, int keep, struct upstream_reply *out)
 {
 	cJSON *o = NULL;
-	const cJSON *choices, *c0, *msg, *content, *usage, *pt, *ct;
+	const cJSON *choices, *c0, *msg, *content, *usage, *pt, *ct, *tc, *fr;
 	int r = UPSTREAM_E_INVALID;
 
 	memset(out, 0, sizeof *out);
@@ -157,6 +206,9 @@ upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
 	msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
 	if (!cJSON_IsObject(msg))
 		goto out;
+	tc = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+	if (tc && !cJSON_IsNull(tc) && !cJSON_IsArray(tc))
+		goto out;
 	content = cJSON_GetObjectItemCaseSensitive(msg, "content");
 	if (cJSON_IsString(content))
 		out->content = xstrdup(content->valuestring);
@@ -164,15 +216,31 @@ upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
 		out->content = xstrdup("");
 	else
 		goto out;
+	out->ntool_calls = cJSON_GetArraySize(tc);
+	fr = cJSON_GetObjectItemCaseSensitive(c0, "finish_reason");
+	if (cJSON_IsString(fr))
+		out->finish_reason = xstrdup(fr->valuestring);
 	usage = cJSON_GetObjectItemCaseSensitive(o, "usage");
 	pt = usage ? cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens") : NULL;
 	ct = usage ? cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens") : NULL;
 	out->prompt_tokens = usage_tokens(pt);
 	out->completion_tokens = usage_tokens(ct);
+	if (keep) {
+		out->doc = o;
+		o = NULL;
+	}
 	r = 0;
 out:
+	if (r != 0)
+		upstream_reply_clear(out);
 	cJSON_Delete(o);
 	return r;
+}
+
+int
+upstream_parse_reply(const char *body, size_t len, struct upstream_reply *out)
+{
+	return upstream_parse_reply_ex(body, len, 0, out);
 }
 
 void
@@ -180,6 +248,38 @@ upstream_reply_clear(struct upstream_reply *r)
 {
 	free(r->content);
 	r->content = NULL;
+	free(r->finish_reason);
+	r->finish_reason = NULL;
+	cJSON_Delete(r->doc);
+	r->doc = NULL;
+}
+
+char *
+upstream_tool_calls_summary(const cJSON *doc, int full)
+{
+	const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc, "choices"), 0);
+	const cJSON *msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
+	const cJSON *tc = msg ? cJSON_GetObjectItemCaseSensitive(msg, "tool_calls") : NULL, *t;
+	struct buf b;
+	int i = 0;
+
+	if (cJSON_GetArraySize(tc) == 0)
+		return NULL;
+	if (full)
+		return json_print(tc);
+	buf_init(&b, 64 * 1024);
+	buf_puts(&b, "tool_calls: ");
+	cJSON_ArrayForEach(t, tc)
+	{
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		const cJSON *name = fn ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+		const cJSON *args = fn ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+
+		buf_printf(&b, "%s%s(args %zu B)", i++ ? ", " : "",
+			   cJSON_IsString(name) ? name->valuestring : "?",
+			   cJSON_IsString(args) ? strlen(args->valuestring) : (size_t)0);
+	}
+	return buf_steal(&b);
 }
 
 enum outcome
@@ -316,4 +416,49 @@ upstream_chunk_delta(const char *payload, size_t len, char **content, int *finis
 out:
 	cJSON_Delete(o);
 	return r;
+}
+
+int
+upstream_chunk_parse(const char *payload, size_t len, struct upstream_chunk *out)
+{
+	const cJSON *choices, *c;
+	int i = 0;
+
+	memset(out, 0, sizeof *out);
+	out->doc = cJSON_ParseWithLength(payload, len);
+	if (!cJSON_IsObject(out->doc)) {
+		upstream_chunk_clear(out);
+		return UPSTREAM_E_INVALID;
+	}
+	choices = cJSON_GetObjectItemCaseSensitive(out->doc, "choices");
+	cJSON_ArrayForEach(c, choices)
+	{
+		const cJSON *delta = cJSON_GetObjectItemCaseSensitive(c, "delta");
+		const cJSON *text =
+			delta ? cJSON_GetObjectItemCaseSensitive(delta, "content") : NULL;
+		const cJSON *tc =
+			delta ? cJSON_GetObjectItemCaseSensitive(delta, "tool_calls") : NULL;
+		const cJSON *fr = cJSON_GetObjectItemCaseSensitive(c, "finish_reason");
+
+		if (cJSON_GetArraySize(tc) > 0)
+			out->tool_calls = 1;
+		if (i++ == 0) {
+			out->finish = cJSON_IsString(fr);
+			out->content = xstrdup(cJSON_IsString(text) ? text->valuestring : "");
+		} else if ((cJSON_IsString(text) && text->valuestring[0]) || cJSON_IsString(fr)) {
+			out->other_choice = 1;
+		}
+	}
+	if (out->content == NULL)
+		out->content = xstrdup("");
+	return 0;
+}
+
+void
+upstream_chunk_clear(struct upstream_chunk *c)
+{
+	free(c->content);
+	c->content = NULL;
+	cJSON_Delete(c->doc);
+	c->doc = NULL;
 }

@@ -389,6 +389,114 @@ START_TEST(test_parse_usage)
 }
 END_TEST
 
+START_TEST(test_body_passthrough_verbatim)
+{
+	/* the facade: messages whole (tool calls, tool results), the caller's other fields after
+	 * ours */
+	cJSON *msgs = cJSON_Parse(
+		"[{\"role\":\"user\",\"content\":\"weather?\"},"
+		"{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":\"c1\","
+		"\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":\"{}\"}}]},"
+		"{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"}]");
+	cJSON *extra = cJSON_Parse("{\"tools\":[{\"type\":\"function\"}],\"n\":2,\"x_new\":true}");
+	struct upstream_params p = {.passthrough = 1, .max_tokens = 9, .max_completion = 1};
+	struct route_cfg rc;
+	struct backend_cfg bc;
+	int64_t tokens;
+	char *s;
+
+	cfg_base(&rc, &bc);
+	p.extra = extra;
+	s = upstream_build_body_ex(&rc, &bc, 0, NULL, msgs, &p, &tokens);
+	ck_assert_str_eq(
+		s,
+		"{\"model\":\"big-model-1\",\"messages\":[{\"role\":\"user\",\"content\":"
+		"\"weather?\"},{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{\"id\":"
+		"\"c1\",\"type\":\"function\",\"function\":{\"name\":\"w\",\"arguments\":\"{}\"}}"
+		"]},{\"role\":\"tool\",\"tool_call_id\":\"c1\",\"content\":\"sunny\"}],"
+		"\"temperature\":0.25,\"max_completion_tokens\":9,\"tools\":[{\"type\":"
+		"\"function\"}],\"n\":2,\"x_new\":true}");
+	ck_assert_int_eq(tokens, budget_estimate_tokens("weather?", 8) +
+					 budget_estimate_tokens("{}", 2) +
+					 budget_estimate_tokens("sunny", 5));
+	free(s);
+	cJSON_Delete(msgs);
+	cJSON_Delete(extra);
+}
+END_TEST
+
+START_TEST(test_parse_tool_calls)
+{
+	const char *body =
+		"{\"model\":\"m\",\"system_fingerprint\":\"fp\",\"choices\":[{\"index\":0,"
+		"\"message\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":["
+		"{\"id\":\"c1\",\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
+		"\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"}},"
+		"{\"id\":\"c2\",\"type\":\"function\",\"function\":{\"name\":\"t\","
+		"\"arguments\":\"\"}}]},\"finish_reason\":\"tool_calls\"}]}";
+	struct upstream_reply r;
+	char *sum;
+
+	ck_assert_int_eq(upstream_parse_reply(body, strlen(body), &r), 0);
+	ck_assert_int_eq(r.ntool_calls, 2);
+	ck_assert_str_eq(r.content, "");
+	ck_assert_str_eq(r.finish_reason, "tool_calls");
+	ck_assert_ptr_null(r.doc);
+	upstream_reply_clear(&r);
+	ck_assert_int_eq(upstream_parse_reply_ex(body, strlen(body), 1, &r), 0);
+	ck_assert_ptr_nonnull(r.doc);
+	sum = upstream_tool_calls_summary(r.doc, 0);
+	ck_assert_str_eq(sum, "tool_calls: get_weather(args 16 B), t(args 0 B)");
+	free(sum);
+	sum = upstream_tool_calls_summary(r.doc, 1);
+	ck_assert_ptr_nonnull(strstr(sum, "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\""));
+	free(sum);
+	upstream_reply_clear(&r);
+	ck_assert_ptr_null(r.doc);
+	/* tool_calls that are not an array: not a chat.completion */
+	body = "{\"choices\":[{\"message\":{\"content\":null,\"tool_calls\":{}}}]}";
+	ck_assert_int_eq(upstream_parse_reply(body, strlen(body), &r), UPSTREAM_E_INVALID);
+	upstream_reply_clear(&r);
+	body = "{\"choices\":[{\"message\":{\"content\":\"x\"}}]}";
+	ck_assert_int_eq(upstream_parse_reply_ex(body, strlen(body), 1, &r), 0);
+	ck_assert_ptr_null(upstream_tool_calls_summary(r.doc, 0));
+	ck_assert_ptr_null(r.finish_reason);
+	upstream_reply_clear(&r);
+}
+END_TEST
+
+START_TEST(test_chunk_parse)
+{
+	const char *tc = "{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,"
+			 "\"function\":{\"arguments\":\"{\\\"ci\"}}]},\"finish_reason\":null}]}";
+	const char *fin = "{\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"length\"}]}";
+	const char *usage = "{\"choices\":[],\"usage\":{\"prompt_tokens\":3}}";
+	const char *second = "{\"choices\":[{\"index\":0,\"delta\":{}},{\"index\":1,"
+			     "\"delta\":{\"content\":\"b\"}}]}";
+	struct upstream_chunk c;
+
+	ck_assert_int_eq(upstream_chunk_parse(tc, strlen(tc), &c), 0);
+	ck_assert_int_eq(c.tool_calls, 1);
+	ck_assert_int_eq(c.finish, 0);
+	ck_assert_str_eq(c.content, "");
+	upstream_chunk_clear(&c);
+	ck_assert_int_eq(upstream_chunk_parse(fin, strlen(fin), &c), 0);
+	ck_assert_int_eq(c.finish, 1);
+	ck_assert_int_eq(c.tool_calls, 0);
+	upstream_chunk_clear(&c);
+	ck_assert_int_eq(upstream_chunk_parse(usage, strlen(usage), &c), 0);
+	ck_assert_str_eq(c.content, "");
+	ck_assert_ptr_nonnull(cJSON_GetObjectItem(c.doc, "usage"));
+	upstream_chunk_clear(&c);
+	ck_assert_int_eq(upstream_chunk_parse(second, strlen(second), &c), 0);
+	ck_assert_int_eq(c.other_choice, 1);
+	upstream_chunk_clear(&c);
+	ck_assert_int_eq(upstream_chunk_parse("nope", 4, &c), UPSTREAM_E_INVALID);
+	ck_assert_ptr_null(c.doc);
+	upstream_chunk_clear(&c);
+}
+END_TEST
+
 START_TEST(test_classify_table)
 {
 	struct {
@@ -485,6 +593,9 @@ upstream_suite(void)
 		{"parse_null_content", test_parse_null_content},
 		{"parse_invalid", test_parse_invalid},
 		{"parse_usage", test_parse_usage},
+		{"body_passthrough_verbatim", test_body_passthrough_verbatim},
+		{"parse_tool_calls", test_parse_tool_calls},
+		{"chunk_parse", test_chunk_parse},
 		{"classify_table", test_classify_table},
 	};
 	Suite *s = suite_create("upstream");

@@ -63,6 +63,7 @@ enum field_type {
 	FIELD_STATUS,
 	FIELD_BYTES,
 	FIELD_PRESET,
+	FIELD_JSON, /* any JSON, kept as its text */
 };
 
 struct field {
@@ -90,6 +91,8 @@ static const struct field behave_fields[] = {
 	{"body_bytes", FIELD_BYTES, offsetof(struct behave, body_bytes)},
 	{"stream_first_delay_ms", FIELD_MS, offsetof(struct behave, stream_first_delay_ms)},
 	{"stream_chunk_ms", FIELD_MS, offsetof(struct behave, stream_chunk_ms)},
+	{"tool_calls", FIELD_JSON, offsetof(struct behave, tool_calls)},
+	{"finish_reason", FIELD_HEADER, offsetof(struct behave, finish_reason)},
 };
 
 void
@@ -111,6 +114,8 @@ behave_free(struct behave *b)
 	free(b->retry_after);
 	free(b->content_type);
 	free(b->body);
+	free(b->tool_calls);
+	free(b->finish_reason);
 	behave_init(b);
 }
 
@@ -126,6 +131,10 @@ behave_copy(struct behave *dst, const struct behave *src)
 		dst->content_type = xstrdup(src->content_type);
 	if (src->body != NULL)
 		dst->body = xstrdup(src->body);
+	if (src->tool_calls != NULL)
+		dst->tool_calls = xstrdup(src->tool_calls);
+	if (src->finish_reason != NULL)
+		dst->finish_reason = xstrdup(src->finish_reason);
 }
 
 void
@@ -218,6 +227,14 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v, char *
 			goto out;
 		}
 		*ip = n;
+		break;
+	case FIELD_JSON:
+		if (!cJSON_IsArray(v)) {
+			*cause = xasprintf("\"%s\" must be an array", f->name);
+			goto out;
+		}
+		free(*sp);
+		*sp = cJSON_PrintUnformatted(v);
 		break;
 	case FIELD_PRESET:
 		if (!cJSON_IsString(v)) {

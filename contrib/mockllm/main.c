@@ -6,7 +6,12 @@
  * `/v1/chat/completions`) has a base behaviour and a FIFO script of
  * behaviours, both replaced through the control API (`/_mock/...`) or a
  * scenario timeline. A request copies its behaviour when its body is
- * complete, and from then on owns that copy.
+ * complete, and from then on owns that copy. Answers follow the request
+ * like a provider's: `n` choices, `stream_options.include_usage` (a usage
+ * chunk before [DONE]), a `system_fingerprint`; a behaviour may script
+ * tool calls (`tool_calls`: message.tool_calls, or streamed
+ * delta.tool_calls with the arguments in pieces) and the finish reason
+ * (`finish_reason`, e.g. "length").
  *
  * No thread ever sleeps for a request. libmicrohttpd runs one epoll polling
  * thread; a request that must wait (delay, hang, drip, stream pacing)
@@ -50,97 +55,6 @@
 #include <pthread.h>
 
 #include "mockllm.h"
-
-struct mock mock = {
-	.lock = PTHREAD_MUTEX_INITIALIZER,
-	.epfd = -1,
-	.wakefd = -1,
-};
-
-void *
-xmalloc(size_t n)
-{
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL) {
-		fprintf(stderr, "fusebox-mockllm: out of memory (%zu)\n", n);
-		abort();
-	}
-	return p;
-}
-
-void *
-xrealloc(void *p, size_t n)
-{
-	void *q = realloc(p, n ? n : 1);
-
-	if (q == NULL) {
-		fprintf(stderr, "fusebox-mockllm: out of memory (%zu)\n", n);
-		abort();
-	}
-	return q;
-}
-
-char *
-xstrdup(const char *s)
-{
-	size_t n = strlen(s);
-	char *p = xmalloc(n + 1);
-
-	memcpy(p, s, n + 1);
-	return p;
-}
-
-char *
-xasprintf(const char *fmt, ...)
-{
-	va_list ap;
-	char *p = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&p, fmt, ap) < 0) {
-		fprintf(stderr, "fusebox-mockllm: out of memory\n");
-		abort();
-	}
-	va_end(ap);
-	return p;
-}
-
-int64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void
-log_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (mock.quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("fusebox-mockllm: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-/* splitmix64; caller holds mock.lock. */
-uint64_t
-rng_next(void)
-{
-	uint64_t z;
-
-	mock.rng += 0x9e3779b97f4a7c15ULL;
-	z = mock.rng;
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
 
 static void
 req_body_append(struct req *r, const char *p, size_t n)

@@ -62,6 +62,8 @@ struct behave {
 	int64_t body_bytes;
 	int64_t stream_first_delay_ms;
 	int64_t stream_chunk_ms;
+	char *tool_calls;    /* JSON array of {"id","name","arguments"}: answer with tool calls */
+	char *finish_reason; /* NULL: "stop" ("tool_calls" with tool_calls) */
 };
 
 struct backend {
@@ -118,6 +120,8 @@ struct req {
 	struct behave bh;
 	char *model;
 	int stream;
+	int include_usage; /* stream_options.include_usage */
+	int n;		   /* choices asked for */
 	int64_t prompt_tokens;
 	unsigned int status;
 
@@ -164,7 +168,7 @@ struct mock {
 extern struct mock mock;
 extern const char *const preset_texts[PRESET_COUNT];
 
-/* main.c: private helpers (the mock links nothing of the daemon). */
+/* util.c: the shared state and private helpers (the mock links nothing of the daemon). */
 void *xmalloc(size_t n);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);

@@ -131,6 +131,81 @@ json_escape(const char *s)
 	return q;
 }
 
+static const char *
+req_finish(const struct req *r)
+{
+	if (r->bh.finish_reason != NULL)
+		return r->bh.finish_reason;
+	return r->bh.tool_calls != NULL ? "tool_calls" : "stop";
+}
+
+/* The behaviour's tool calls in OpenAI's shape; index: add "index" (stream deltas). */
+static cJSON *
+tool_calls_json(const struct req *r, int index)
+{
+	cJSON *in = cJSON_Parse(r->bh.tool_calls), *out = cJSON_CreateArray(), *t;
+	const cJSON *id, *name, *args;
+	int i = 0;
+
+	cJSON_ArrayForEach(t, in)
+	{
+		cJSON *o = cJSON_CreateObject(), *fn;
+		char *gen = xasprintf("call_mock_%" PRIu64 "_%d", r->id, i);
+
+		id = cJSON_GetObjectItemCaseSensitive(t, "id");
+		name = cJSON_GetObjectItemCaseSensitive(t, "name");
+		args = cJSON_GetObjectItemCaseSensitive(t, "arguments");
+		if (index)
+			cJSON_AddNumberToObject(o, "index", i);
+		cJSON_AddStringToObject(o, "id", cJSON_IsString(id) ? id->valuestring : gen);
+		cJSON_AddStringToObject(o, "type", "function");
+		fn = cJSON_AddObjectToObject(o, "function");
+		cJSON_AddStringToObject(fn, "name", cJSON_IsString(name) ? name->valuestring : "f");
+		cJSON_AddStringToObject(fn, "arguments",
+					cJSON_IsString(args) ? args->valuestring : "{}");
+		cJSON_AddItemToArray(out, o);
+		free(gen);
+		i++;
+	}
+	cJSON_Delete(in);
+	return out;
+}
+
+/* A chat.completion whose message carries the behaviour's tool calls (n choices). */
+static void
+req_build_tool_completion(struct req *r, int64_t now)
+{
+	cJSON *root, *choice, *msg, *usage, *choices;
+	char *text, *idstr = xasprintf("mock-%" PRIu64, r->id);
+	int i;
+
+	root = cJSON_CreateObject();
+	cJSON_AddStringToObject(root, "id", idstr);
+	cJSON_AddStringToObject(root, "object", "chat.completion");
+	cJSON_AddNumberToObject(root, "created", (double)time(NULL));
+	cJSON_AddStringToObject(root, "model", r->model);
+	cJSON_AddStringToObject(root, "system_fingerprint", "fp_mock");
+	choices = cJSON_AddArrayToObject(root, "choices");
+	for (i = 0; i < r->n; i++) {
+		choice = cJSON_CreateObject();
+		cJSON_AddNumberToObject(choice, "index", i);
+		msg = cJSON_AddObjectToObject(choice, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddNullToObject(msg, "content");
+		cJSON_AddItemToObject(msg, "tool_calls", tool_calls_json(r, 0));
+		cJSON_AddStringToObject(choice, "finish_reason", req_finish(r));
+		cJSON_AddItemToArray(choices, choice);
+	}
+	usage = cJSON_AddObjectToObject(root, "usage");
+	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)r->prompt_tokens);
+	cJSON_AddNumberToObject(usage, "completion_tokens", 9);
+	cJSON_AddNumberToObject(usage, "total_tokens", (double)(r->prompt_tokens + 9));
+	text = cJSON_PrintUnformatted(root);
+	cJSON_Delete(root);
+	free(idstr);
+	req_seg_add(r, text, strlen(text), 0, now);
+}
+
 /*
  * A chat.completion split around the content so that body_bytes padding
  * (spaces after the content, still valid JSON content) costs no memory:
@@ -145,6 +220,7 @@ req_build_completion(struct req *r, int64_t now)
 	char *text, *esc, *head, *at, *idstr;
 	int64_t ctoks;
 	size_t hlen, minimal, pad = 0;
+	int ci;
 
 	ctoks = ((int64_t)strlen(content) + 3) / 4;
 	idstr = xasprintf("mock-%" PRIu64, r->id);
@@ -153,13 +229,24 @@ req_build_completion(struct req *r, int64_t now)
 	cJSON_AddStringToObject(root, "object", "chat.completion");
 	cJSON_AddNumberToObject(root, "created", (double)time(NULL));
 	cJSON_AddStringToObject(root, "model", r->model);
+	cJSON_AddStringToObject(root, "system_fingerprint", "fp_mock");
 	choice = cJSON_CreateObject();
 	cJSON_AddNumberToObject(choice, "index", 0);
 	msg = cJSON_AddObjectToObject(choice, "message");
 	cJSON_AddStringToObject(msg, "role", "assistant");
 	cJSON_AddStringToObject(msg, "content", "");
-	cJSON_AddStringToObject(choice, "finish_reason", "stop");
+	cJSON_AddStringToObject(choice, "finish_reason", req_finish(r));
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+	/* choices past the first (n > 1) answer the same content */
+	for (ci = 1; ci < r->n; ci++) {
+		choice = cJSON_CreateObject();
+		cJSON_AddNumberToObject(choice, "index", ci);
+		msg = cJSON_AddObjectToObject(choice, "message");
+		cJSON_AddStringToObject(msg, "role", "assistant");
+		cJSON_AddStringToObject(msg, "content", content);
+		cJSON_AddStringToObject(choice, "finish_reason", req_finish(r));
+		cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(root, "choices"), choice);
+	}
 	usage = cJSON_AddObjectToObject(root, "usage");
 	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)r->prompt_tokens);
 	cJSON_AddNumberToObject(usage, "completion_tokens", (double)ctoks);
@@ -204,7 +291,7 @@ sse_event(const struct req *r, const char *piece, int first, int last)
 	if (piece != NULL)
 		cJSON_AddStringToObject(delta, "content", piece);
 	if (last)
-		cJSON_AddStringToObject(choice, "finish_reason", "stop");
+		cJSON_AddStringToObject(choice, "finish_reason", req_finish(r));
 	else
 		cJSON_AddNullToObject(choice, "finish_reason");
 	cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
@@ -214,6 +301,125 @@ sse_event(const struct req *r, const char *piece, int first, int last)
 	free(s);
 	free(idstr);
 	return ev;
+}
+
+static char *
+sse_text(cJSON *root)
+{
+	char *s = cJSON_PrintUnformatted(root), *ev = xasprintf("data: %s\n\n", s);
+
+	cJSON_Delete(root);
+	free(s);
+	return ev;
+}
+
+static cJSON *
+sse_head(const struct req *r)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *idstr = xasprintf("mock-%" PRIu64, r->id);
+
+	cJSON_AddStringToObject(root, "id", idstr);
+	cJSON_AddStringToObject(root, "object", "chat.completion.chunk");
+	cJSON_AddNumberToObject(root, "created", (double)time(NULL));
+	cJSON_AddStringToObject(root, "model", r->model);
+	cJSON_AddStringToObject(root, "system_fingerprint", "fp_mock");
+	free(idstr);
+	return root;
+}
+
+/* The include_usage chunk: no choices, the usage. */
+static char *
+sse_usage(const struct req *r, int64_t ctoks)
+{
+	cJSON *root = sse_head(r), *usage;
+
+	cJSON_AddArrayToObject(root, "choices");
+	usage = cJSON_AddObjectToObject(root, "usage");
+	cJSON_AddNumberToObject(usage, "prompt_tokens", (double)r->prompt_tokens);
+	cJSON_AddNumberToObject(usage, "completion_tokens", (double)ctoks);
+	cJSON_AddNumberToObject(usage, "total_tokens", (double)(r->prompt_tokens + ctoks));
+	return sse_text(root);
+}
+
+/* One tool-call delta chunk: tc (consumed) under choice 0's delta.tool_calls. */
+static char *
+sse_tool_delta(const struct req *r, cJSON *tc, int first)
+{
+	cJSON *root = sse_head(r), *choice = cJSON_CreateObject(), *delta, *arr;
+
+	cJSON_AddNumberToObject(choice, "index", 0);
+	delta = cJSON_AddObjectToObject(choice, "delta");
+	if (first) {
+		cJSON_AddStringToObject(delta, "role", "assistant");
+		cJSON_AddNullToObject(delta, "content");
+	}
+	arr = cJSON_AddArrayToObject(delta, "tool_calls");
+	cJSON_AddItemToArray(arr, tc);
+	cJSON_AddNullToObject(choice, "finish_reason");
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+	return sse_text(root);
+}
+
+/*
+ * SSE of a tool-call answer: per tool call a chunk with its id and name,
+ * then its arguments in two pieces, stream_chunk_ms apart; the finish
+ * chunk, the usage chunk (include_usage) and [DONE] with the last.
+ */
+static void
+req_build_tool_stream(struct req *r, int64_t now)
+{
+	cJSON *calls = tool_calls_json(r, 1), *t, *root, *choice;
+	int64_t due = now + r->bh.stream_first_delay_ms;
+	char *ev, *tail, *usage;
+	int first = 1;
+
+	cJSON_ArrayForEach(t, calls)
+	{
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		const char *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments")->valuestring;
+		size_t half = strlen(args) / 2;
+		cJSON *head = cJSON_Duplicate(t, 1), *piece;
+		char *a1 = xasprintf("%.*s", (int)half, args);
+
+		cJSON_ReplaceItemInObjectCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(head, "function"), "arguments",
+			cJSON_CreateString(""));
+		ev = sse_tool_delta(r, head, first);
+		first = 0;
+		req_seg_add(r, ev, strlen(ev), 0, due);
+		due += r->bh.stream_chunk_ms;
+		piece = cJSON_CreateObject();
+		cJSON_AddNumberToObject(piece, "index",
+					cJSON_GetObjectItemCaseSensitive(t, "index")->valuedouble);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(piece, "function"), "arguments",
+					a1);
+		ev = sse_tool_delta(r, piece, 0);
+		req_seg_add(r, ev, strlen(ev), 0, due);
+		due += r->bh.stream_chunk_ms;
+		piece = cJSON_CreateObject();
+		cJSON_AddNumberToObject(piece, "index",
+					cJSON_GetObjectItemCaseSensitive(t, "index")->valuedouble);
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(piece, "function"), "arguments",
+					args + half);
+		ev = sse_tool_delta(r, piece, 0);
+		req_seg_add(r, ev, strlen(ev), 0, due);
+		due += r->bh.stream_chunk_ms;
+		free(a1);
+	}
+	cJSON_Delete(calls);
+	root = sse_head(r);
+	choice = cJSON_CreateObject();
+	cJSON_AddNumberToObject(choice, "index", 0);
+	cJSON_AddObjectToObject(choice, "delta");
+	cJSON_AddStringToObject(choice, "finish_reason", req_finish(r));
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(root, "choices"), choice);
+	tail = sse_text(root);
+	usage = r->include_usage ? sse_usage(r, 9) : xstrdup("");
+	ev = xasprintf("%s%sdata: [DONE]\n\n", tail, usage);
+	free(tail);
+	free(usage);
+	req_seg_add(r, ev, strlen(ev), 0, due);
 }
 
 /*
@@ -245,7 +451,14 @@ req_build_stream(struct req *r, int64_t now)
 		if (end >= len) {
 			fin = sse_event(r, NULL, 0, 1);
 			piece = ev;
-			ev = xasprintf("%s%sdata: [DONE]\n\n", piece, fin);
+			if (r->include_usage) {
+				char *u = sse_usage(r, ((int64_t)len + 3) / 4);
+
+				ev = xasprintf("%s%s%sdata: [DONE]\n\n", piece, fin, u);
+				free(u);
+			} else {
+				ev = xasprintf("%s%sdata: [DONE]\n\n", piece, fin);
+			}
 			free(piece);
 			free(fin);
 		}
@@ -333,9 +546,14 @@ chat_respond(struct req *r)
 		free(text);
 		req_seg_add(r, err, strlen(err), 0, now);
 	} else if (r->stream) {
-		req_build_stream(r, now);
+		if (r->bh.tool_calls != NULL)
+			req_build_tool_stream(r, now);
+		else
+			req_build_stream(r, now);
 		ctype = "text/event-stream";
 		sized = 0;
+	} else if (r->bh.tool_calls != NULL) {
+		req_build_tool_completion(r, now);
 	} else {
 		req_build_completion(r, now);
 	}
@@ -386,7 +604,7 @@ static enum MHD_Result
 chat_start(struct req *r, const char *method)
 {
 	struct backend *be = r->backend;
-	const cJSON *model, *stream;
+	const cJSON *model, *stream, *n;
 	cJSON *body = NULL, *last;
 	int64_t delay = 0;
 	enum MHD_Result ret;
@@ -409,6 +627,12 @@ chat_start(struct req *r, const char *method)
 		r->model = xstrdup(cJSON_IsString(model) ? model->valuestring : "mock");
 		r->stream = cJSON_IsTrue(stream);
 		r->prompt_tokens = prompt_tokens(body);
+		r->include_usage = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(body, "stream_options"), "include_usage"));
+		n = cJSON_GetObjectItemCaseSensitive(body, "n");
+		r->n = cJSON_IsNumber(n) && n->valuedouble >= 1 && n->valuedouble <= 16
+			       ? (int)n->valuedouble
+			       : 1;
 	}
 
 	last = cJSON_CreateObject();

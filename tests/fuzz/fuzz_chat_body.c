@@ -23,12 +23,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct fuzz_split s;
 	struct call_req cr;
 	const cJSON *m;
+	struct chat_opts opts;
 	char msg[256], *model = NULL;
-	int stream = -1, r;
+	int r;
 
 	fuzz_split(data, size, &s);
 	memset(&cr, 0, sizeof cr);
-	r = api_chat_parse(s.body, s.len, s.hdr_request_id, s.hdr_budget, &cr, &stream, &model, msg,
+	r = api_chat_parse(s.body, s.len, s.hdr_request_id, s.hdr_budget, &cr, &opts, &model, msg,
 			   sizeof msg);
 	if (r == 0) {
 		assert(model != NULL);
@@ -36,7 +37,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cJSON_ArrayForEach(m, cr.messages)
 		{
 			assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "role")));
-			assert(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "content")));
+			const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+
+			/* null only beside tool calls */
+			assert(cJSON_IsString(content) ||
+			       ((content == NULL || cJSON_IsNull(content)) &&
+				cJSON_GetArraySize(
+					cJSON_GetObjectItemCaseSensitive(m, "tool_calls")) > 0));
 		}
 		assert(cr.params.passthrough == 1);
 		assert(!cr.params.has_temperature ||
@@ -44,7 +51,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		assert(cr.params.max_tokens >= 0 && cr.params.max_tokens <= 10000000);
 		assert(cr.params.response_format == NULL ||
 		       cJSON_IsObject(cr.params.response_format));
-		assert(stream == 0 || stream == 1);
+		assert(opts.stream == 0 || opts.stream == 1);
+		assert(opts.n >= 1 && opts.n <= 128);
+		assert(opts.include_usage == 0 || opts.stream == 1);
+		assert(cr.params.extra == NULL || cJSON_IsObject(cr.params.extra));
 		assert(cr.caller_budget_ms >= 0 && cr.caller_budget_ms <= 86400000);
 		assert(cr.request_id == NULL ||
 		       (strlen(cr.request_id) >= 1 && strlen(cr.request_id) <= 128));

@@ -20,9 +20,10 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
 	exit 1
 fi
 sdk="$build/openai-sdk"
-if [ ! -d "$sdk/node_modules/openai" ]; then
+# the SDK's major version 6 (the one the facade is tested against)
+if ! node -e "process.exit(require('$sdk/node_modules/openai/package.json').version.startsWith('6.') ? 0 : 1)" 2>/dev/null; then
 	mkdir -p "$sdk"
-	(cd "$sdk" && npm install --no-audit --no-fund --loglevel=error openai@4 >&2)
+	(cd "$sdk" && npm install --no-audit --no-fund --loglevel=error openai@6 >&2)
 fi
 cp "$src/tests/openai/sdk_test.mjs" "$sdk/"
 
@@ -52,10 +53,17 @@ cat >"$work/fusebox.json" <<CFG
 {"listen": "127.0.0.1:0", "database": "fusebox.db", "tokens_file": "tokens",
  "backends": [{"name": "primary", "url": "http://127.0.0.1:$mport/b/primary/v1/chat/completions",
                "model": "m", "timeouts": {"connect_ms": 1000, "first_byte_ms": 400, "total_ms": 5000},
+               "breaker": {"failure_threshold": 1000}},
+              {"name": "down", "url": "http://127.0.0.1:$mport/b/down/v1/chat/completions",
+               "model": "m-down", "timeouts": {"connect_ms": 1000, "first_byte_ms": 400, "total_ms": 1000},
                "breaker": {"failure_threshold": 1000}}],
  "routes": [{"name": "intent", "budget_ms": 5000, "targets": [{"backend": "primary"}],
              "retry": {"max_retries": 0},
-             "rules": {"match": [{"any": ["refund"], "result": {"intent": "refund"}}]}}]}
+             "rules": {"match": [{"any": ["refund"], "result": {"intent": "refund"}}]}},
+            {"name": "agent", "budget_ms": 5000, "targets": [{"backend": "primary"}],
+             "retry": {"max_retries": 0}},
+            {"name": "down", "budget_ms": 2000, "targets": [{"backend": "down"}],
+             "retry": {"max_retries": 0}}]}
 CFG
 start daemon dport "$build/daemon/fuseboxd" -c "$work/fusebox.json"
 cd "$sdk"
