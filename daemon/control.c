@@ -423,6 +423,11 @@ control_weights_set(struct engine *e, int route, const int *weights, const char 
 		if ((r = commit(e, ops, (int)ARRAY_SIZE(ops), cause)) != 0)
 			goto out;
 	}
+	/* An operator's change restarts the guard's window of each target it
+	 * moves: failures from before it do not overrule it. */
+	for (j = 0; j < rt->cfg->ntargets && rt->canary != NULL; j++)
+		if (weights[j] != rt->weights[j] && strcmp(who->actor, "canary_guard") != 0)
+			canary_reset(&rt->canary[j]);
 	memcpy(rt->weights, weights, (size_t)rt->cfg->ntargets * sizeof *weights);
 	log_info("control", "route %s weights: %s", rt->cfg->name, detail.data);
 out:

@@ -44,6 +44,8 @@ int control_level_release(struct engine *e, int route, const struct control_who 
 /*
  * Set the live weights of route's primary targets: weights[0..ntargets-1]
  * in cfg->targets order, each >= 0, at least one > 0. reason may be NULL.
+ * A change by anyone but the canary guard restarts the guard's window of
+ * each target whose weight moves.
  */
 int control_weights_set(struct engine *e, int route, const int *weights, const char *reason,
 			const struct control_who *who, char **cause);

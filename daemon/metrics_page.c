@@ -5,21 +5,30 @@
  * (breakers, bulkheads, route levels, retry budget), the review queue
  * (read from SQLite: the families are left out when the query fails
  * rather than reported as zeros), and the unlabelled counters of the
- * store, the jobs and the engine.
+ * store, the jobs and the engine, then the process_* families and
+ * fusebox_build_info. Counters of every configured route and backend are
+ * there at 0 from the start (a rate() sees their first increase).
  *
  * Reading a breaker's state ticks it, so a scrape may emit breaker events.
  * Engine thread.
  */
 #include "metrics_page.h"
 
+#include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "commit.h"
 #include "engine.h"
+#include "http.h"
 #include "jobs.h"
 #include "metrics.h"
 #include "notify.h"
 #include "obs.h"
+#include "trace.h"
 #include "util.h"
 
 #define METRICS_MAX_BYTES (16u << 20)
@@ -29,8 +38,8 @@ static void
 page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
 {
 	const struct config *cfg = obs_config(o);
-	const struct alert_rule *rules;
-	const struct alert *alerts;
+	const struct alert_rule *rule;
+	const struct alert *alert;
 	struct notify_stats ns;
 	struct metrics_label l[4];
 	char lvl[8];
@@ -43,8 +52,6 @@ page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
 			for (k = 0; k < OBS_LEVELS; k++) {
 				uint64_t n = obs_route_counts(o, i)->calls[j][k];
 
-				if (n == 0)
-					continue;
 				snprintf(lvl, sizeof lvl, "%d", k);
 				l[0] = (struct metrics_label){"route", cfg->routes[i].name};
 				l[1] = (struct metrics_label){"source",
@@ -60,8 +67,6 @@ page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
 		for (j = 0; j < OUTCOME__COUNT; j++) {
 			uint64_t n = obs_backend_counts(o, i)->attempts[j];
 
-			if (n == 0)
-				continue;
 			l[0] = (struct metrics_label){"backend", cfg->backends[i].name};
 			l[1] = (struct metrics_label){"outcome", outcome_name((enum outcome)j)};
 			metrics_sample(m, "fusebox_attempts_total", l, 2, (double)n);
@@ -131,6 +136,29 @@ page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
 				       (double)obs_route_counts(o, i)->slo_good[k]);
 		}
 	}
+	metrics_family(m, "fusebox_slo_eligible_calls_total", METRICS_COUNTER,
+		       "The denominator of each SLO, by route and kind: service counts every call "
+		       "but caller errors, smart leaves out the calls whose caller did not ask for "
+		       "a model (allow_llm: false).");
+	for (i = 0; i < cfg->nroutes; i++) {
+		for (k = 0; k < SLO_KIND__COUNT; k++) {
+			l[0] = (struct metrics_label){"route", cfg->routes[i].name};
+			l[1] = (struct metrics_label){"kind", slo_kind_name((enum slo_kind)k)};
+			metrics_sample(m, "fusebox_slo_eligible_calls_total", l, 2,
+				       (double)obs_route_counts(o, i)->slo_eligible[k]);
+		}
+	}
+	metrics_family(m, "fusebox_tokens_total", METRICS_COUNTER,
+		       "Tokens the backends reported using, by backend and kind (input|output).");
+	for (i = 0; i < cfg->nbackends; i++) {
+		l[0] = (struct metrics_label){"backend", cfg->backends[i].name};
+		l[1] = (struct metrics_label){"kind", "input"};
+		metrics_sample(m, "fusebox_tokens_total", l, 2,
+			       (double)obs_backend_counts(o, i)->tokens_in);
+		l[1] = (struct metrics_label){"kind", "output"};
+		metrics_sample(m, "fusebox_tokens_total", l, 2,
+			       (double)obs_backend_counts(o, i)->tokens_out);
+	}
 	metrics_family(m, "fusebox_slo_objective", METRICS_GAUGE,
 		       "Configured availability target, by route and kind (routes with an slo "
 		       "section).");
@@ -157,28 +185,43 @@ page_obs(struct metrics *m, const struct obs *o, int64_t now_wall_ms)
 		for (w = 0; w < WIN__COUNT; w++) {
 			const struct slo_counts *c = &sums[w];
 
-			if (c->v[SLO_TOTAL] == 0)
-				continue;
 			for (k = 0; k < SLO_KIND__COUNT; k++) {
+				uint64_t den = slo_total(c, (enum slo_kind)k);
+
+				if (den == 0)
+					continue;
 				l[0] = (struct metrics_label){"route", cfg->routes[i].name};
 				l[1] = (struct metrics_label){"kind",
 							      slo_kind_name((enum slo_kind)k)};
 				l[2] = (struct metrics_label){"window",
 							      slo_window_name((enum slo_window)w)};
 				metrics_sample(m, "fusebox_slo_availability", l, 3,
-					       (double)slo_good(c, (enum slo_kind)k) /
-						       (double)c->v[SLO_TOTAL]);
+					       (double)slo_good(c, (enum slo_kind)k) / (double)den);
 			}
 		}
 	}
 	metrics_family(m, "fusebox_alert_firing", METRICS_GAUGE,
-		       "1 while the alert rule fires, else 0; one series per configured rule.");
-	nrules = obs_alert_list(o, &rules, &alerts);
+		       "1 while the alert fires, else 0; one series per configured rule and per "
+		       "alert the canary guard or the review queue raised.");
+	nrules = obs_alert_count(o);
 	for (i = 0; i < nrules; i++) {
-		l[0] = (struct metrics_label){"rule", rules[i].name};
-		l[1] = (struct metrics_label){"route", cfg->routes[rules[i].route].name};
+		obs_alert_get(o, i, &rule, &alert);
+		l[0] = (struct metrics_label){"rule", rule->name};
+		l[1] = (struct metrics_label){"route", cfg->routes[rule->route].name};
 		metrics_sample(m, "fusebox_alert_firing", l, 2,
-			       alerts[i].state == ALERT_FIRING ? 1.0 : 0.0);
+			       alert->state == ALERT_FIRING ? 1.0 : 0.0);
+	}
+	{
+		uint64_t applied, refused;
+
+		obs_reload_counts(o, &applied, &refused);
+		metrics_family(m, "fusebox_config_reload_total", METRICS_COUNTER,
+			       "Configuration reloads (POST /v1/reload, SIGHUP) by result: success "
+			       "(applied) or failure (refused, the running one kept).");
+		l[0] = (struct metrics_label){"result", "success"};
+		metrics_sample(m, "fusebox_config_reload_total", l, 1, (double)applied);
+		l[0] = (struct metrics_label){"result", "failure"};
+		metrics_sample(m, "fusebox_config_reload_total", l, 1, (double)refused);
 	}
 	if (obs_notify_stats(o, &ns) == 0) {
 		metrics_family(m, "fusebox_alert_notifications_total", METRICS_COUNTER,
@@ -250,6 +293,130 @@ out:
 	free(overdue);
 }
 
+/* The HTTP front: open connections by state, and what it turned away. */
+static void
+page_http(struct metrics *m, struct http_server *srv)
+{
+	struct http_conn_stats hs;
+	struct metrics_label l[1];
+	int i;
+
+	http_conn_stats(srv, &hs);
+	metrics_family(m, "fusebox_connections", METRICS_GAUGE,
+		       "Open client connections: reading (waiting for a request's headers), "
+		       "active (a request open), idle (kept alive between requests).");
+	for (i = 0; i < HTTP_CONN__COUNT; i++) {
+		l[0] = (struct metrics_label){"state", http_conn_state_name(i)};
+		metrics_sample(m, "fusebox_connections", l, 1, (double)hs.conns[i]);
+	}
+	metrics_family(m, "fusebox_connections_refused_total", METRICS_COUNTER,
+		       "Connections or requests the HTTP front turned away, by reason (503: "
+		       "capacity, per_ip, fd_limit, body_memory; 408: header_timeout).");
+	for (i = 0; i < HTTP_REFUSED__COUNT; i++) {
+		l[0] = (struct metrics_label){"reason", http_refusal_name(i)};
+		metrics_sample(m, "fusebox_connections_refused_total", l, 1, (double)hs.refused[i]);
+	}
+	metrics_family(m, "fusebox_buffered_body_bytes", METRICS_GAUGE,
+		       "Request body bytes held (or announced) now, against "
+		       "max_buffered_body_bytes.");
+	metrics_sample(m, "fusebox_buffered_body_bytes", NULL, 0, (double)hs.buffered_body_bytes);
+}
+
+/* Count the entries of /proc/self/fd (the descriptor opendir holds included). */
+static int
+open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;
+}
+
+/* The process_* families every Prometheus client exposes, and build info. */
+static void
+page_process(struct metrics *m, struct engine *e)
+{
+	struct metrics_label l[2];
+	struct metrics_proc p;
+	struct rlimit rl;
+	char text[1024];
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	FILE *f = fopen("/proc/self/stat", "r");
+	int n;
+
+	if (f != NULL) {
+		size_t len = fread(text, 1, sizeof text - 1, f);
+
+		fclose(f);
+		text[len] = '\0';
+		if (tick > 0 && metrics_proc_parse(text, &p) == 0) {
+			metrics_family(m, "process_cpu_seconds_total", METRICS_COUNTER,
+				       "Total user and system CPU time spent in seconds.");
+			metrics_sample(m, "process_cpu_seconds_total", NULL, 0,
+				       (double)(p.utime_ticks + p.stime_ticks) / (double)tick);
+			metrics_family(m, "process_resident_memory_bytes", METRICS_GAUGE,
+				       "Resident memory size in bytes.");
+			metrics_sample(m, "process_resident_memory_bytes", NULL, 0,
+				       (double)p.rss_pages * (double)MAX(page, 1));
+			metrics_family(m, "process_virtual_memory_bytes", METRICS_GAUGE,
+				       "Virtual memory size in bytes.");
+			metrics_sample(m, "process_virtual_memory_bytes", NULL, 0,
+				       (double)p.vsize_bytes);
+		}
+	}
+	if ((n = open_fds()) >= 0) {
+		metrics_family(m, "process_open_fds", METRICS_GAUGE,
+			       "Number of open file descriptors.");
+		metrics_sample(m, "process_open_fds", NULL, 0, (double)n);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		metrics_family(m, "process_max_fds", METRICS_GAUGE,
+			       "Maximum number of open file descriptors (the soft limit).");
+		metrics_sample(m, "process_max_fds", NULL, 0,
+			       rl.rlim_cur == RLIM_INFINITY ? INFINITY : (double)rl.rlim_cur);
+	}
+	metrics_family(m, "process_start_time_seconds", METRICS_GAUGE,
+		       "Start time of the process since unix epoch in seconds.");
+	metrics_sample(m, "process_start_time_seconds", NULL, 0,
+		       (double)e->started_wall_ms / 1000.0);
+	metrics_family(m, "fusebox_build_info", METRICS_GAUGE,
+		       "Always 1; the labels name the build.");
+	l[0] = (struct metrics_label){"version", FB_VERSION};
+	l[1] = (struct metrics_label){"commit", FB_COMMIT};
+	metrics_sample(m, "fusebox_build_info", l, 2, 1.0);
+}
+
+/* The live weight of every primary target (operator and canary guard changes). */
+static void
+page_weights(struct metrics *m, struct engine *e)
+{
+	struct metrics_label l[3];
+	int i, j;
+
+	metrics_family(m, "fusebox_route_target_weight", METRICS_GAUGE,
+		       "Live routing weight of each primary target, by route, backend and "
+		       "canary (true|false); the canary guard sets a failing canary's to 0.");
+	for (i = 0; i < e->nroutes; i++) {
+		const struct route_cfg *rc = e->routes[i].cfg;
+
+		for (j = 0; j < rc->ntargets; j++) {
+			l[0] = (struct metrics_label){"route", rc->name};
+			l[1] = (struct metrics_label){"backend", rc->targets[j].backend};
+			l[2] = (struct metrics_label){"canary",
+						      rc->targets[j].canary ? "true" : "false"};
+			metrics_sample(m, "fusebox_route_target_weight", l, 3,
+				       (double)e->routes[i].weights[j]);
+		}
+	}
+}
+
 int
 metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **body, size_t *len)
 {
@@ -291,7 +458,11 @@ metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **
 		metrics_sample(&m, "fusebox_retry_budget_denied_total", l, 1,
 			       (double)e->routes[i].retries_denied);
 	}
+	page_weights(&m, e);
 	page_reviews(&m, e, now_wall);
+	page_process(&m, e);
+	if (e->srv != NULL)
+		page_http(&m, e->srv);
 	store_get_stats(e->store, &ss);
 	{
 		/* the samples without a label */
@@ -302,8 +473,9 @@ metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **
 			double v;
 		} ec[] = {
 			{"fusebox_log_rows_dropped_total", METRICS_COUNTER,
-			 "Log rows refused because the SQLite writer queue was full.",
-			 (double)ss.dropped},
+			 "Log rows that never reached the database (writer queue full, or a "
+			 "failed write).",
+			 (double)ss.rows_dropped},
 			{"fusebox_log_queue_rows", METRICS_GAUGE,
 			 "Log rows waiting for the SQLite writer.", (double)ss.queued},
 			{"fusebox_log_writer_boosts_total", METRICS_COUNTER,
@@ -335,6 +507,10 @@ metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **
 			 (double)e->counters.wire_resends},
 			{"fusebox_inflight_calls", METRICS_GAUGE,
 			 "Calls admitted and not yet answered.", (double)e->inflight},
+			{"fusebox_trace_spans_dropped_total", METRICS_COUNTER,
+			 "Spans not exported because the trace export queue was full "
+			 "(tracing.max_queue).",
+			 (double)trace_spans_dropped()},
 		};
 		size_t k;
 

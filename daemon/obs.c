@@ -31,6 +31,7 @@
 #include "log.h"
 #include "obs_alerts.h"
 #include "util.h"
+#include "validate.h"
 
 #define OBS_FLUSH_MS 2000
 
@@ -57,6 +58,7 @@ struct obs {
 	int nbackends;
 	struct obs_alerts *alerts;
 	int64_t last_flush_ms;
+	uint64_t reloads_applied, reloads_refused;
 };
 
 static int
@@ -163,6 +165,22 @@ named_inc(struct obs_named *tab, int *n, const char *name)
 	tab[OBS_MAX_NAMED].n++;
 }
 
+/* Add name to tab at 0 (when there is room and it is not there yet). */
+static void
+named_seed(struct obs_named *tab, int *n, const char *name)
+{
+	int i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp(tab[i].name, name) == 0)
+			return;
+	if (*n < OBS_MAX_NAMED) {
+		tab[*n].name = xstrdup(name);
+		tab[*n].n = 0;
+		(*n)++;
+	}
+}
+
 struct load_ctx {
 	const struct config *cfg;
 	struct obs_route *routes;
@@ -235,6 +253,21 @@ routes_alert_min(struct obs_route *routes, int nroutes, const struct obs_alerts 
 			MAX(routes[rules[i].route].max_alert_min, rules[i].window_min);
 }
 
+/* Every known degradation reason and validation stage at 0 (rate() sees the first increase). */
+static void
+route_seed_reasons(struct obs_route *r)
+{
+	int i;
+
+	for (i = 0; slo_degradation_reasons[i] != NULL; i++)
+		named_seed(r->n.degr, &r->n.ndegr, slo_degradation_reasons[i]);
+	for (i = 0; i < OUTCOME__COUNT; i++)
+		if (i != OUTCOME_OK)
+			named_seed(r->n.degr, &r->n.ndegr, outcome_name((enum outcome)i));
+	for (i = VALIDATE_E_FORMAT; i <= VALIDATE_E_CONFIDENCE; i++)
+		named_seed(r->n.vfail, &r->n.nvfail, validate_stage_name(i));
+}
+
 /* Free the state of one route (a moved-out route is all zero: no-op). */
 static void
 route_state_free(struct obs_route *r)
@@ -268,6 +301,7 @@ obs_new(const struct config *cfg, struct store *st, struct store_reader *rd, int
 
 		slo_ring_init(&o->routes[i].ring);
 		o->routes[i].latency_ms = s->enabled ? s->latency_ms : 0;
+		route_seed_reasons(&o->routes[i]);
 	}
 	o->alerts = obs_alerts_new(cfg, st, rd);
 	routes_alert_min(o->routes, o->nroutes, o->alerts);
@@ -357,6 +391,8 @@ obs_reconfigure(struct obs *o, const struct config *ncfg, int64_t now_wall_ms, c
 			slo_ring_free(&nr[i].ring);
 			nr[i] = o->routes[from[i]];
 			memset(&o->routes[from[i]], 0, sizeof o->routes[from[i]]);
+		} else {
+			route_seed_reasons(&nr[i]);
 		}
 		nr[i].latency_ms = s->enabled ? s->latency_ms : 0;
 	}
@@ -409,7 +445,10 @@ obs_call(struct obs *o, const struct call_obs *c)
 	r->n.calls[src][level]++;
 	r->n.retries += (uint64_t)MAX(c->retries, 0);
 	metrics_hist_observe(&r->n.duration, (double)c->elapsed_ms / 1000.0);
+	if (slo_reason_is_entry(c->reason))
+		named_inc(r->n.degr, &r->n.ndegr, c->reason); /* the rungs skipped at the start */
 	sc.http_status = c->http_status;
+	sc.no_llm = slo_reason_no_llm(c->reason);
 	sc.source = (enum source)src;
 	sc.elapsed_ms = c->elapsed_ms;
 	sc.budget_ms = c->budget_ms;
@@ -423,6 +462,8 @@ obs_call(struct obs *o, const struct call_obs *c)
 	r->n.slo_total++;
 	r->n.slo_good[SLO_KIND_SERVICE] += delta[SLO_SERVICE_GOOD];
 	r->n.slo_good[SLO_KIND_SMART] += delta[SLO_SMART_GOOD];
+	r->n.slo_eligible[SLO_KIND_SERVICE] += delta[SLO_TOTAL];
+	r->n.slo_eligible[SLO_KIND_SMART] += delta[SLO_TOTAL] - delta[SLO_NO_LLM];
 	route_add(o, c->route, c->wall_ms, delta);
 }
 
@@ -436,6 +477,8 @@ obs_attempt(struct obs *o, const struct attempt_obs *a)
 	b = &o->backends[a->backend];
 	if ((unsigned)a->outcome < OUTCOME__COUNT)
 		b->attempts[a->outcome]++;
+	b->tokens_in += (uint64_t)MAX(a->input_tokens, 0);
+	b->tokens_out += (uint64_t)MAX(a->output_tokens, 0);
 	metrics_hist_observe(&b->duration, (double)a->duration_ms / 1000.0);
 }
 
@@ -537,16 +580,19 @@ obs_tick(struct obs *o, int64_t now_wall_ms)
 int
 obs_alert_firing(struct obs *o, const char *rule, int route)
 {
-	const struct alert_rule *rules;
-	const struct alert *alerts;
 	int i, n;
 
 	if (o == NULL)
 		return -ENOENT;
-	n = obs_alerts_list(o->alerts, &rules, &alerts);
-	for (i = 0; i < n; i++)
-		if (rules[i].route == route && strcmp(rules[i].name, rule) == 0)
-			return alerts[i].state == ALERT_FIRING;
+	n = obs_alerts_count(o->alerts);
+	for (i = 0; i < n; i++) {
+		const struct alert_rule *r;
+		const struct alert *a;
+
+		obs_alerts_get(o->alerts, i, &r, &a);
+		if (r->route == route && strcmp(r->name, rule) == 0)
+			return a->state == ALERT_FIRING;
+	}
 	return -ENOENT;
 }
 
@@ -569,6 +615,7 @@ window_json(const struct slo_counts *c)
 	cJSON_AddNumberToObject(x, "total", (double)c->v[SLO_TOTAL]);
 	cJSON_AddNumberToObject(x, "service_good", (double)c->v[SLO_SERVICE_GOOD]);
 	cJSON_AddNumberToObject(x, "smart_good", (double)c->v[SLO_SMART_GOOD]);
+	cJSON_AddNumberToObject(x, "smart_total", (double)slo_total(c, SLO_KIND_SMART));
 	json_add_number(x, "service_availability", s.service_availability);
 	json_add_number(x, "smart_availability", s.smart_availability);
 	json_add_number(x, "latency_ok", s.latency_ok);
@@ -605,17 +652,18 @@ budget_json(const struct slo_counts *sums, enum slo_kind k, double target)
 
 	json_add_number(x, "remaining",
 			slo_budget_remaining(slo_good(&sums[OBS_NWINDOWS - 1], k),
-					     sums[OBS_NWINDOWS - 1].v[SLO_TOTAL], target));
+					     slo_total(&sums[OBS_NWINDOWS - 1], k), target));
 	json_add_number(x, "burn_rate_1h",
 			slo_burn_rate(slo_good(&sums[window_index(60)], k),
-				      sums[window_index(60)].v[SLO_TOTAL], target));
+				      slo_total(&sums[window_index(60)], k), target));
 	br = cJSON_AddObjectToObject(x, "burn_rates");
 	for (i = 0; i < OBS_NWINDOWS; i++) {
 		char name[16];
 
 		obs_alerts_window_label(obs_windows[i], name, sizeof name);
-		json_add_number(br, name,
-				slo_burn_rate(slo_good(&sums[i], k), sums[i].v[SLO_TOTAL], target));
+		json_add_number(
+			br, name,
+			slo_burn_rate(slo_good(&sums[i], k), slo_total(&sums[i], k), target));
 	}
 	return x;
 }
@@ -745,4 +793,62 @@ int
 obs_notify_stats(const struct obs *o, struct notify_stats *ns)
 {
 	return obs_alerts_notify_stats(o->alerts, ns);
+}
+
+int
+obs_route_minutes(const struct obs *o, int route, int64_t from_minute, struct slo_minute *out,
+		  int max)
+{
+	const struct slo_ring *r;
+	int i, n = 0;
+
+	if (o == NULL || !route_ok(o, route))
+		return 0;
+	r = &o->routes[route].ring;
+	for (i = 0; i < r->n && n < max; i++) {
+		const struct slo_minute *m = &r->m[(r->head + i) % r->cap];
+
+		if (m->minute >= from_minute)
+			out[n++] = *m;
+	}
+	return n;
+}
+
+void
+obs_alert_set(struct obs *o, const struct obs_alert_spec *sp, int cond, double value,
+	      int64_t now_wall_ms)
+{
+	if (o != NULL)
+		obs_alerts_set(o->alerts, sp, cond, value, now_wall_ms);
+}
+
+int
+obs_alert_count(const struct obs *o)
+{
+	return obs_alerts_count(o->alerts);
+}
+
+void
+obs_alert_get(const struct obs *o, int i, const struct alert_rule **rule,
+	      const struct alert **alert)
+{
+	obs_alerts_get(o->alerts, i, rule, alert);
+}
+
+void
+obs_reload_counted(struct obs *o, int ok)
+{
+	if (o == NULL)
+		return;
+	if (ok)
+		o->reloads_applied++;
+	else
+		o->reloads_refused++;
+}
+
+void
+obs_reload_counts(const struct obs *o, uint64_t *applied, uint64_t *refused)
+{
+	*applied = o->reloads_applied;
+	*refused = o->reloads_refused;
 }

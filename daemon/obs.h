@@ -13,6 +13,7 @@
 #include "alerts.h"
 #include "config.h"
 #include "metrics.h"
+#include "obs_alerts.h"
 #include "outcome.h"
 #include "slo.h"
 #include "store.h"
@@ -45,7 +46,9 @@ struct attempt_obs {
 	int backend; /* index into config backends */
 	enum outcome outcome;
 	int64_t duration_ms;
-	int canary; /* the target was a canary */
+	int canary;	      /* the target was a canary */
+	int64_t input_tokens; /* usage the backend reported (0: none) */
+	int64_t output_tokens;
 };
 
 int obs_new(const struct config *cfg, struct store *st, struct store_reader *rd,
@@ -91,6 +94,7 @@ struct obs_route_counts {
 	uint64_t calls[SOURCE__COUNT][OBS_LEVELS];
 	uint64_t retries;
 	uint64_t slo_total, slo_good[SLO_KIND__COUNT];
+	uint64_t slo_eligible[SLO_KIND__COUNT];	  /* each kind's denominator (slo_total()) */
 	struct obs_named degr[OBS_MAX_NAMED + 1]; /* the last one is "other" */
 	int ndegr;
 	struct obs_named vfail[OBS_MAX_NAMED + 1];
@@ -101,6 +105,7 @@ struct obs_route_counts {
 /* What obs has counted of one backend since start. */
 struct obs_backend_counts {
 	uint64_t attempts[OUTCOME__COUNT];
+	uint64_t tokens_in, tokens_out;
 	struct metrics_hist duration;
 };
 
@@ -121,3 +126,24 @@ int obs_alert_list(const struct obs *o, const struct alert_rule **rules,
 		   const struct alert **alerts);
 /* The alert notifier's counters: 0, or -ENOENT when none runs. */
 int obs_notify_stats(const struct obs *o, struct notify_stats *ns);
+/*
+ * Count a configuration reload by result (ok: applied; else refused), for
+ * fusebox_config_reload_total{result}; o may be NULL.
+ */
+void obs_reload_counted(struct obs *o, int ok);
+/* Reloads applied and refused so far (kept over a reload). */
+void obs_reload_counts(const struct obs *o, uint64_t *applied, uint64_t *refused);
+/* An alert another module raises (obs_alerts_set()); o may be NULL. */
+void obs_alert_set(struct obs *o, const struct obs_alert_spec *sp, int cond, double value,
+		   int64_t now_wall_ms);
+/* Every alert, the rules' then the raised ones: how many, and the i-th. */
+int obs_alert_count(const struct obs *o);
+void obs_alert_get(const struct obs *o, int i, const struct alert_rule **rule,
+		   const struct alert **alert);
+/*
+ * The SLO minutes of route from from_minute (epoch ms of a minute's start)
+ * on, oldest first, at most max of them copied into out (minutes without
+ * traffic have none). Returns how many; 0 for an unknown route.
+ */
+int obs_route_minutes(const struct obs *o, int route, int64_t from_minute, struct slo_minute *out,
+		      int max);

@@ -30,6 +30,17 @@
 #include "util.h"
 
 #define OBS_AM_RESEND_MS 60000
+/* Where the runbook of an alertname is (docs/OBSERVABILITY.md "Alerts"). */
+#define OBS_RUNBOOK_BASE "docs/OBSERVABILITY.md#"
+
+/* An alert another module raises (obs_alerts_set); its rule is built here. */
+struct ext_alert {
+	struct alert_rule rule;
+	struct alert a;
+	char route[128]; /* by name: the index is remapped after a reload */
+	char summary[256];
+	char backend[128]; /* an extra "backend" label, or "" */
+};
 #define OBS_NOTIFY_QUEUE 256
 #define OBS_NOTIFY_TRIES 4
 
@@ -44,17 +55,14 @@ struct obs_alerts {
 	char *am_url; /* <alertmanager>/api/v2/alerts or NULL */
 	char instance[128];
 	int64_t last_am_ms;
+	struct ext_alert **ext;
+	int next, ext_cap;
 };
 
 void
 obs_alerts_window_label(int minutes, char *out, size_t n)
 {
-	if (minutes % 1440 == 0)
-		snprintf(out, n, "%dd", minutes / 1440);
-	else if (minutes % 60 == 0)
-		snprintf(out, n, "%dh", minutes / 60);
-	else
-		snprintf(out, n, "%dm", minutes);
+	alert_window_label(minutes, out, n);
 }
 
 /* The index of minutes in windows[0 .. n), or -1. */
@@ -115,6 +123,17 @@ static const char *
 rule_route_name(const struct obs_alerts *o, const struct alert_rule *r)
 {
 	return o->cfg->routes[r->route].name;
+}
+
+/* The ext_alert a belongs to, or NULL for a configured rule's alert. */
+static const struct ext_alert *
+ext_of(const struct alert *a)
+{
+	const struct alert_rule *r = a->rule;
+
+	if (r->kind != ALERT_KIND_EXTERNAL)
+		return NULL;
+	return (const struct ext_alert *)((const char *)r - offsetof(struct ext_alert, rule));
 }
 
 struct last_ctx {
@@ -254,9 +273,14 @@ obs_alerts_new(const struct config *cfg, struct store *st, struct store_reader *
 void
 obs_alerts_free(struct obs_alerts *o)
 {
+	int i;
+
 	if (o == NULL)
 		return;
 	notify_free(o->notify, 2000);
+	for (i = 0; i < o->next; i++)
+		free(o->ext[i]);
+	free(o->ext);
 	free(o->rules);
 	free(o->alerts);
 	free(o->am_url);
@@ -331,6 +355,28 @@ obs_alerts_reconfigure(struct obs_alerts *o, const struct config *ncfg, int64_t 
 				"resolved", NAN, r->threshold, now_wall_ms);
 		event_row(o, now_wall_ms, rule_route_name(o, r), detail);
 	}
+	/* Raised alerts follow their route by name; a removed route's resolve. */
+	for (i = j = 0; j < o->next; j++) {
+		struct ext_alert *x = o->ext[j];
+		int k, route = -1;
+
+		for (k = 0; k < ncfg->nroutes; k++)
+			if (strcmp(ncfg->routes[k].name, x->route) == 0)
+				route = k;
+		if (route < 0) {
+			if (alert_is_active(&x->a)) {
+				alert_store_row(o, x->rule.name, x->route,
+						severity_name(x->rule.severity), "resolved", NAN,
+						x->rule.threshold, now_wall_ms);
+				event_row(o, now_wall_ms, x->route, "route no longer configured");
+			}
+			free(x);
+			continue;
+		}
+		x->rule.route = route;
+		o->ext[i++] = x;
+	}
+	o->next = i;
 	free(o->rules);
 	free(o->alerts);
 	free(o->am_url);
@@ -351,38 +397,80 @@ format_ts(int64_t wall_ms, char *out, size_t n)
 	time_format_rfc3339(wall_ms, out, n);
 }
 
+/* summary and description of a; *summary and *description caller-freed. */
+static void
+alert_texts(struct obs_alerts *o, const struct alert *a, char **summary, char **description)
+{
+	const struct alert_rule *r = a->rule;
+	const struct ext_alert *x = ext_of(a);
+	const char *route = rule_route_name(o, r);
+
+	if (x != NULL) {
+		*summary = xasprintf("fusebox route %s: %s", route, x->summary);
+		*description = xasprintf("%s on %s (value %g, threshold %g)", x->summary,
+					 o->instance, a->value, r->threshold);
+	} else if (r->kind == ALERT_KIND_BURN) {
+		char sw[16];
+
+		alert_window_label(r->short_min, sw, sizeof sw);
+		*summary =
+			xasprintf("fusebox route %s: %s error budget burning over %gx (%s and %s)",
+				  route, r->kind_label, r->threshold, r->window_label, sw);
+		*description =
+			xasprintf("%s burn rate %g over %s and %s on %s (target %g)", r->kind_label,
+				  a->value, r->window_label, sw, o->instance, r->target);
+	} else {
+		*summary = xasprintf("fusebox route %s: %s %s %g over %s", route, r->metric,
+				     alert_op_name(r->op), r->threshold, r->window_label);
+		*description = xasprintf("rule %s: %s is %g over %s on %s", r->name, r->metric,
+					 a->value, r->window_label, o->instance);
+	}
+}
+
 static cJSON *
 am_alert_json(struct obs_alerts *o, const struct alert *a, int64_t now_wall_ms)
 {
 	const struct alert_rule *r = a->rule;
-	cJSON *x = cJSON_CreateObject(), *labels, *ann;
-	char ts[40], num[64];
+	const struct ext_alert *x = ext_of(a);
+	cJSON *x_ = cJSON_CreateObject(), *labels, *ann;
+	char ts[40], num[64], *summary, *description, *runbook;
 
-	labels = cJSON_AddObjectToObject(x, "labels");
-	cJSON_AddStringToObject(labels, "alertname", r->name);
+	labels = cJSON_AddObjectToObject(x_, "labels");
+	cJSON_AddStringToObject(labels, "alertname", r->alertname);
+	cJSON_AddStringToObject(labels, "rule", r->name);
 	cJSON_AddStringToObject(labels, "route", rule_route_name(o, r));
+	cJSON_AddStringToObject(labels, "kind", r->kind_label);
+	cJSON_AddStringToObject(labels, "window", r->window_label);
 	cJSON_AddStringToObject(labels, "severity", severity_name(r->severity));
+	cJSON_AddStringToObject(labels, "source", "daemon");
+	if (x != NULL && x->backend[0] != '\0')
+		cJSON_AddStringToObject(labels, "backend", x->backend);
+	if (r->kind == ALERT_KIND_BURN) {
+		snprintf(num, sizeof num, "%g", r->threshold);
+		cJSON_AddStringToObject(labels, "factor", num); /* as the fleet rules have it */
+	}
 	cJSON_AddStringToObject(labels, "service", "fusebox");
 	cJSON_AddStringToObject(labels, "instance", o->instance);
-	ann = cJSON_AddObjectToObject(x, "annotations");
+	ann = cJSON_AddObjectToObject(x_, "annotations");
 	snprintf(num, sizeof num, "%g", a->value);
 	cJSON_AddStringToObject(ann, "value", num);
 	snprintf(num, sizeof num, "%g", r->threshold);
 	cJSON_AddStringToObject(ann, "threshold", num);
-	{
-		char *summary = xasprintf("route %s: %s %s %g", rule_route_name(o, r), r->metric,
-					  alert_op_name(r->op), r->threshold);
-
-		cJSON_AddStringToObject(ann, "summary", summary);
-		free(summary);
-	}
+	alert_texts(o, a, &summary, &description);
+	runbook = xasprintf(OBS_RUNBOOK_BASE "%s", r->alertname);
+	cJSON_AddStringToObject(ann, "summary", summary);
+	cJSON_AddStringToObject(ann, "description", description);
+	cJSON_AddStringToObject(ann, "runbook_url", runbook);
+	free(summary);
+	free(description);
+	free(runbook);
 	format_ts(a->since_ms > 0 ? a->since_ms : now_wall_ms, ts, sizeof ts);
-	cJSON_AddStringToObject(x, "startsAt", ts);
+	cJSON_AddStringToObject(x_, "startsAt", ts);
 	if (a->state != ALERT_FIRING) {
 		format_ts(a->state_at_ms > 0 ? a->state_at_ms : now_wall_ms, ts, sizeof ts);
-		cJSON_AddStringToObject(x, "endsAt", ts);
+		cJSON_AddStringToObject(x_, "endsAt", ts);
 	}
-	return x;
+	return x_;
 }
 
 static void
@@ -403,9 +491,15 @@ webhook_post(struct obs_alerts *o, const struct alert *a)
 	char ts[40];
 	char *body;
 
+	char *summary, *description, *runbook;
+
 	cJSON_AddStringToObject(x, "event", "alert");
 	cJSON_AddStringToObject(x, "rule", r->name);
+	cJSON_AddStringToObject(x, "alertname", r->alertname);
 	cJSON_AddStringToObject(x, "route", rule_route_name(o, r));
+	cJSON_AddStringToObject(x, "kind", r->kind_label);
+	cJSON_AddStringToObject(x, "window", r->window_label);
+	cJSON_AddStringToObject(x, "source", "daemon");
 	cJSON_AddStringToObject(x, "severity", severity_name(r->severity));
 	cJSON_AddStringToObject(x, "state", alert_state_name(a->state));
 	cJSON_AddStringToObject(x, "previous", alert_state_name(a->last.from));
@@ -417,6 +511,14 @@ webhook_post(struct obs_alerts *o, const struct alert *a)
 	format_ts(a->last.at_ms, ts, sizeof ts);
 	cJSON_AddStringToObject(x, "at", ts);
 	cJSON_AddStringToObject(x, "instance", o->instance);
+	alert_texts(o, a, &summary, &description);
+	runbook = xasprintf(OBS_RUNBOOK_BASE "%s", r->alertname);
+	cJSON_AddStringToObject(x, "summary", summary);
+	cJSON_AddStringToObject(x, "description", description);
+	cJSON_AddStringToObject(x, "runbook_url", runbook);
+	free(summary);
+	free(description);
+	free(runbook);
 	body = cJSON_PrintUnformatted(x);
 	cJSON_Delete(x);
 	if (body != NULL)
@@ -431,9 +533,15 @@ alert_emit(struct obs_alerts *o, struct alert *a)
 	const struct alert_rule *r = a->rule;
 	const struct alert_transition *t = &a->last;
 	const char *route = rule_route_name(o, r);
-	char detail[320], win[32];
+	const struct ext_alert *x = ext_of(a);
+	char detail[512], win[32];
 
 	obs_alerts_window_label(r->window_min, win, sizeof win);
+	if (x != NULL) {
+		snprintf(detail, sizeof detail, "%s %s: %s (%s; value %g, threshold %g)", r->name,
+			 route, alert_state_name(t->to), x->summary, t->value, r->threshold);
+		goto emit;
+	}
 	if (r->kind == ALERT_KIND_BURN) {
 		size_t n = strlen(win);
 
@@ -444,6 +552,7 @@ alert_emit(struct obs_alerts *o, struct alert *a)
 	snprintf(detail, sizeof detail, "%s: %s -> %s (%s %g; condition %s %g over %s)", r->name,
 		 alert_state_name(t->from), alert_state_name(t->to), r->metric, t->value,
 		 alert_op_name(r->op), r->threshold, win);
+emit:
 	log_info("alerts", "%s/%s", route, detail);
 	alert_store_row(o, r->name, route, severity_name(r->severity), alert_state_name(t->to),
 			t->value, r->threshold, t->at_ms);
@@ -510,6 +619,12 @@ obs_alerts_resend(struct obs_alerts *o, int64_t now_wall_ms)
 		cJSON_AddItemToArray(arr, am_alert_json(o, &o->alerts[i], now_wall_ms));
 		n++;
 	}
+	for (i = 0; i < o->next; i++) {
+		if (o->ext[i]->a.state != ALERT_FIRING)
+			continue;
+		cJSON_AddItemToArray(arr, am_alert_json(o, &o->ext[i]->a, now_wall_ms));
+		n++;
+	}
 	if (n > 0)
 		am_post(o, arr);
 	cJSON_Delete(arr);
@@ -531,4 +646,89 @@ obs_alerts_notify_stats(const struct obs_alerts *o, struct notify_stats *ns)
 		return -ENOENT;
 	notify_get_stats(o->notify, ns);
 	return 0;
+}
+
+/* The raised alert (rule, route), created (and resumed from the table) on first use. */
+static struct ext_alert *
+ext_find(struct obs_alerts *o, const struct obs_alert_spec *sp)
+{
+	const char *route = o->cfg->routes[sp->route].name;
+	struct ext_alert *x;
+	struct last_ctx lc = {"", 0, 0};
+	enum alert_state st;
+	char *cause = NULL;
+	int i;
+
+	for (i = 0; i < o->next; i++)
+		if (o->ext[i]->rule.route == sp->route &&
+		    strcmp(o->ext[i]->rule.name, sp->rule) == 0)
+			return o->ext[i];
+	x = xcalloc(1, sizeof *x);
+	snprintf(x->rule.name, sizeof x->rule.name, "%s", sp->rule);
+	snprintf(x->rule.alertname, sizeof x->rule.alertname, "%s", sp->alertname);
+	snprintf(x->rule.kind_label, sizeof x->rule.kind_label, "%s", sp->kind);
+	snprintf(x->rule.window_label, sizeof x->rule.window_label, "%s", sp->window);
+	snprintf(x->route, sizeof x->route, "%s", route);
+	snprintf(x->backend, sizeof x->backend, "%s", sp->backend ? sp->backend : "");
+	x->rule.route = sp->route;
+	x->rule.kind = ALERT_KIND_EXTERNAL;
+	x->rule.severity = sp->severity;
+	x->rule.metric = "";
+	x->rule.reachable = 1;
+	alert_init(&x->a, &x->rule);
+	if (o->rd != NULL) {
+		struct store_val v[] = {SVT(sp->rule), SVT(route)};
+
+		/* An episode open before a restart goes on, not again. */
+		if (store_reader_run(o->rd, STORE_Q_ALERT_LAST, v, 2, last_row, &lc, &cause) == 0 &&
+		    lc.found && alert_state_parse(lc.state, &st) == 0 &&
+		    (st == ALERT_PENDING || st == ALERT_FIRING)) {
+			int64_t since = store_reader_run_int(o->rd, STORE_Q_ALERT_EPISODE_START, v,
+							     2, lc.at);
+
+			alert_restore(&x->a, st, since > 0 ? since : lc.at, lc.at);
+		}
+		free(cause);
+	}
+	if (o->next == o->ext_cap) {
+		o->ext_cap = o->ext_cap ? 2 * o->ext_cap : 8;
+		o->ext = xrealloc(o->ext, (size_t)o->ext_cap * sizeof *o->ext);
+	}
+	o->ext[o->next++] = x;
+	return x;
+}
+
+void
+obs_alerts_set(struct obs_alerts *o, const struct obs_alert_spec *sp, int cond, double value,
+	       int64_t now_wall_ms)
+{
+	struct ext_alert *x;
+
+	if (o == NULL || sp->route < 0 || sp->route >= o->cfg->nroutes)
+		return;
+	x = ext_find(o, sp);
+	x->rule.threshold = sp->threshold;
+	if (sp->summary != NULL)
+		snprintf(x->summary, sizeof x->summary, "%s", sp->summary);
+	if (alert_update(&x->a, cond, value, now_wall_ms))
+		alert_emit(o, &x->a);
+}
+
+int
+obs_alerts_count(const struct obs_alerts *o)
+{
+	return o->nrules + o->next;
+}
+
+void
+obs_alerts_get(const struct obs_alerts *o, int i, const struct alert_rule **rule,
+	       const struct alert **alert)
+{
+	if (i < o->nrules) {
+		*rule = &o->rules[i];
+		*alert = &o->alerts[i];
+	} else {
+		*rule = &o->ext[i - o->nrules]->rule;
+		*alert = &o->ext[i - o->nrules]->a;
+	}
 }

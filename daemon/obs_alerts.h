@@ -61,3 +61,33 @@ int obs_alerts_list(const struct obs_alerts *o, const struct alert_rule **rules,
 int obs_alerts_notify_stats(const struct obs_alerts *o, struct notify_stats *ns);
 /* A window's label: "5m", "2h", "30d". */
 void obs_alerts_window_label(int minutes, char *out, size_t n);
+
+/*
+ * An alert raised by another module (the canary guard, the review queue):
+ * the same lifecycle (for_s 0: firing while cond holds, resolved when it
+ * stops), rows, events, delivery and /metrics series as a rule's. Strings
+ * borrowed for the call.
+ */
+struct obs_alert_spec {
+	const char *rule;      /* its name in the alerts table: "review_overflow" */
+	const char *alertname; /* "fusebox_review_overflow" */
+	int route;	       /* index into config routes */
+	const char *kind;      /* the kind label: "review", "canary" */
+	const char *window;    /* the window label: "5m" */
+	enum severity severity;
+	double threshold;
+	const char *summary; /* what is wrong, one line (kept when NULL) */
+	const char *backend; /* an extra backend label, or NULL */
+};
+
+/*
+ * Feed the condition of the alert sp names (created on first use, resuming
+ * an episode the alerts table shows open); a transition is logged, stored
+ * and posted.
+ */
+void obs_alerts_set(struct obs_alerts *o, const struct obs_alert_spec *sp, int cond, double value,
+		    int64_t now_wall_ms);
+/* Rules' alerts then raised ones: how many, and the i-th (borrowed). */
+int obs_alerts_count(const struct obs_alerts *o);
+void obs_alerts_get(const struct obs_alerts *o, int i, const struct alert_rule **rule,
+		    const struct alert **alert);

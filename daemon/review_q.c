@@ -37,6 +37,7 @@
 #include "control.h"
 #include "engine.h"
 #include "log.h"
+#include "obs.h"
 #include "util.h"
 #include "jsonutil.h"
 
@@ -320,8 +321,9 @@ review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
 		   const struct review_change *ch, const struct store_op *extra, int nextra,
 		   char **cause)
 {
-	struct store_op ops[1 + REVIEW_EXTRA_OPS_MAX];
-	struct store_val v[REVIEW_UPDATE_VALS];
+	struct store_op ops[2 + REVIEW_EXTRA_OPS_MAX];
+	struct store_val v[REVIEW_UPDATE_VALS], ev[4];
+	char detail[256];
 	int i, r = 0;
 
 	if (it->state == ch->to)
@@ -334,7 +336,16 @@ review_q_set_state(struct review_q *q, struct store *st, struct review_item *it,
 	review_change_op(it, ch, v, &ops[0]);
 	for (i = 0; i < nextra; i++)
 		ops[1 + i] = extra[i];
-	if (store_commit_now(st, ops, 1 + nextra, NULL, cause) != 0) {
+	/* A claim or a decision is an event too ("review"), in the same commit. */
+	snprintf(detail, sizeof detail, "review %lld: %s -> %s by %s%s%s", (long long)it->id,
+		 review_state_name(it->state), review_state_name(ch->to),
+		 ch->reviewer ? ch->reviewer : "?", ch->note ? ": " : "", ch->note ? ch->note : "");
+	ev[0] = SVI(ch->decided_at > 0 ? ch->decided_at : clock_wall_ms());
+	ev[1] = SVT("review");
+	ev[2] = SVT(it->route);
+	ev[3] = SVT(detail);
+	ops[1 + nextra] = (struct store_op){STORE_EVENT_INSERT, ev, 4};
+	if (store_commit_now(st, ops, 2 + nextra, NULL, cause) != 0) {
 		r = REVIEW_Q_E_STORE;
 		goto out;
 	}
@@ -716,37 +727,34 @@ overdue_count_row(void *arg, sqlite3_stmt *row)
 /*
  * The queue's alerts (issue "review queue": overdue items and an overflowing
  * queue feed an alert): firing while the condition holds, resolved when it
- * ends; each change an alerts row and an events row kind "alert".
+ * ends, through obs's one alert lifecycle and delivery (rows, events,
+ * webhook / Alertmanager, fusebox_alert_firing); an episode open before a
+ * restart goes on.
  */
-static int
-alert_firing_in_db(struct engine *e, const char *rule, const char *route)
-{
-	struct store_val v[] = {SVT(rule), SVT(route)};
-
-	return store_reader_run_int(e->reader, STORE_Q_ALERT_FIRING, v, 2, 0) == 1;
-}
-
 static void
-review_alert(struct engine *e, const char *route, const char *rule, const char *severity,
-	     int *firing, int now_true, double value, double threshold, int64_t now)
+review_alert(struct engine *e, int route, const char *rule, enum severity severity, int now_true,
+	     double value, double threshold, int64_t now)
 {
-	char detail[160];
+	char summary[160];
+	struct obs_alert_spec sp = {
+		.rule = rule,
+		.route = route,
+		.kind = "review",
+		.window = "1m",
+		.severity = severity,
+		.threshold = threshold,
+		.summary = summary,
+	};
 
-	if (*firing == now_true)
-		return;
-	*firing = now_true;
-	{
-		struct store_val v[] = {SVT(rule),     SVT(route),
-					SVT(severity), SVT(now_true ? "firing" : "resolved"),
-					SVR(value),    SVR(threshold),
-					SVI(now)};
-
-		store_put(e->store, STORE_ALERT_INSERT, v, (int)ARRAY_SIZE(v));
+	if (strcmp(rule, "review_overdue") == 0) {
+		sp.alertname = "fusebox_review_overdue";
+		snprintf(summary, sizeof summary, "%g review items past their SLA", value);
+	} else {
+		sp.alertname = "fusebox_review_overflow";
+		snprintf(summary, sizeof summary, "review queue over capacity (%g > %g)", value,
+			 threshold);
 	}
-	snprintf(detail, sizeof detail, "%s %s: %s (value %g, threshold %g)", rule, route,
-		 now_true ? "firing" : "resolved", value, threshold);
-	review_event(e, now, "alert", route, detail);
-	log_info("review", "%s", detail);
+	obs_alert_set(e->obs, &sp, now_true, value, now);
 }
 
 void
@@ -788,17 +796,14 @@ review_q_tick(struct engine *e, int64_t now_wall_ms)
 	for (i = 0; i < q->nroutes && i < e->nroutes; i++) {
 		struct review_counts *c = &q->counts[i];
 		const struct review_cfg *rv = &e->routes[i].cfg->review;
+		int route = engine_route_index(e, q->names[i]);
 
-		if (!c->alerts_loaded) {
-			/* an episode open before a restart goes on, not again */
-			c->alert_overdue = alert_firing_in_db(e, "review_overdue", q->names[i]);
-			c->alert_overflow = alert_firing_in_db(e, "review_overflow", q->names[i]);
-			c->alerts_loaded = 1;
-		}
-		review_alert(e, q->names[i], "review_overdue", "ticket", &c->alert_overdue,
-			     c->overdue > 0, c->overdue, 0, now_wall_ms);
-		review_alert(e, q->names[i], "review_overflow", "page", &c->alert_overflow,
-			     c->open > rv->capacity, c->open, rv->capacity, now_wall_ms);
+		if (route < 0)
+			continue;
+		review_alert(e, route, "review_overdue", SEVERITY_TICKET, c->overdue > 0,
+			     c->overdue, 0, now_wall_ms);
+		review_alert(e, route, "review_overflow", SEVERITY_PAGE, c->open > rv->capacity,
+			     c->open, rv->capacity, now_wall_ms);
 	}
 out:
 	if (cause != NULL)

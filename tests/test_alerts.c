@@ -228,6 +228,53 @@ START_TEST(test_burn_condition_needs_both_windows)
 }
 END_TEST
 
+START_TEST(test_burn_min_calls_in_both_windows)
+{
+	struct alert_rule r = burn_rule(14.4, 0.99, 10);
+	struct slo_counts lng, shrt;
+	double v;
+
+	/* A fresh start: the long window has enough calls, the short one 9. */
+	lng = counts(100, 80, 80);
+	shrt = counts(9, 0, 0);
+	ck_assert_int_eq(alert_condition(&r, &lng, &shrt, &v), 0);
+	ck_assert(isnan(v));
+	shrt = counts(10, 0, 0);
+	ck_assert_int_eq(alert_condition(&r, &lng, &shrt, &v), 1);
+	/* Smart: 100 calls of which 95 said allow_llm: false leave 5 smart calls. */
+	r.slo = SLO_KIND_SMART;
+	lng = counts(100, 100, 0);
+	lng.v[SLO_NO_LLM] = 95;
+	shrt = counts(20, 20, 0);
+	ck_assert_int_eq(alert_condition(&r, &lng, &shrt, &v), 0);
+	ck_assert(isnan(v));
+}
+END_TEST
+
+START_TEST(test_smart_burn_leaves_out_no_llm)
+{
+	struct alert_rule r = burn_rule(3.0, 0.95, 10);
+	struct slo_counts lng, shrt;
+	double v;
+
+	/* 10 % of the calls said allow_llm: false, every other one is smart-good:
+	 * counted in smart_total that is a 2x burn; left out, 0x. */
+	r.slo = SLO_KIND_SMART;
+	r.threshold = 1.0;
+	lng = counts(1000, 1000, 900);
+	lng.v[SLO_NO_LLM] = 100;
+	shrt = counts(100, 100, 90);
+	shrt.v[SLO_NO_LLM] = 10;
+	ck_assert_int_eq(alert_condition(&r, &lng, &shrt, &v), 0);
+	ck_assert_double_eq_tol(v, 0.0, 1e-12);
+	/* Without the column it would burn at 2x. */
+	lng.v[SLO_NO_LLM] = 0;
+	shrt.v[SLO_NO_LLM] = 0;
+	ck_assert_int_eq(alert_condition(&r, &lng, &shrt, &v), 1);
+	ck_assert_double_eq_tol(v, 2.0, 1e-9);
+}
+END_TEST
+
 START_TEST(test_lifecycle_for_duration)
 {
 	struct alert_rule r = threshold_rule("smart_availability", ALERT_OP_LT, 0.9, 600, 10);
@@ -310,6 +357,40 @@ START_TEST(test_restore_is_not_a_transition)
 }
 END_TEST
 
+START_TEST(test_labels)
+{
+	struct config *c = load_cfg();
+	struct alert_rule *rules = NULL;
+	const struct alert_rule *r;
+	char buf[32];
+	int n = alert_rules_build(c, &rules);
+
+	r = find_rule(rules, n, "smart-low", 0);
+	ck_assert_str_eq(r->alertname, "fusebox_smart_low");
+	ck_assert_str_eq(r->kind_label, "smart_availability");
+	ck_assert_str_eq(r->window_label, "5m");
+	r = find_rule(rules, n, "smart-burn-6h", 0);
+	ck_assert_str_eq(r->alertname, "fusebox_error_budget_burn");
+	ck_assert_str_eq(r->kind_label, "smart");
+	ck_assert_str_eq(r->window_label, "6h");
+	r = find_rule(rules, n, "service-burn-3d", 0);
+	ck_assert_str_eq(r->kind_label, "service");
+	ck_assert_str_eq(r->window_label, "3d");
+	alert_name_make("a.b c", buf, sizeof buf);
+	ck_assert_str_eq(buf, "fusebox_a_b_c");
+	alert_name_make("abcdefghijklmnopqrstuvwxyz", buf, 12);
+	ck_assert_str_eq(buf, "fusebox_abc");
+	alert_window_label(120, buf, sizeof buf);
+	ck_assert_str_eq(buf, "2h");
+	alert_window_label(4320, buf, sizeof buf);
+	ck_assert_str_eq(buf, "3d");
+	alert_window_label(5, buf, sizeof buf);
+	ck_assert_str_eq(buf, "5m");
+	free(rules);
+	config_free(c);
+}
+END_TEST
+
 START_TEST(test_names)
 {
 	enum alert_state s;
@@ -334,10 +415,13 @@ alerts_suite(void)
 	tcase_add_test(tc, test_rules_build);
 	tcase_add_test(tc, test_pairs_short_is_twelfth);
 	tcase_add_test(tc, test_names);
+	tcase_add_test(tc, test_labels);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("condition");
 	tcase_add_test(tc, test_threshold_condition_and_min_calls);
 	tcase_add_test(tc, test_burn_condition_needs_both_windows);
+	tcase_add_test(tc, test_burn_min_calls_in_both_windows);
+	tcase_add_test(tc, test_smart_burn_leaves_out_no_llm);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("lifecycle");
 	tcase_add_test(tc, test_lifecycle_for_duration);

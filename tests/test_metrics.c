@@ -31,6 +31,28 @@ count_lines(const char *s)
 	return n;
 }
 
+START_TEST(test_proc_stat_parse)
+{
+	/* A comm with a space and a ')' in it, as proc(5) allows. */
+	static const char stat[] =
+		"4242 (fuse boxd) x) S 1 4242 4242 0 -1 4194560 1200 0 3 0 250 75 0 0 20 0 "
+		"7 0 123456 104857600 2048 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 "
+		"17 1 0 0 0 0 0\n";
+	struct metrics_proc p;
+
+	memset(&p, 0, sizeof p);
+	ck_assert_int_eq(metrics_proc_parse(stat, &p), 0);
+	ck_assert_uint_eq(p.utime_ticks, 250);
+	ck_assert_uint_eq(p.stime_ticks, 75);
+	ck_assert_uint_eq(p.threads, 7);
+	ck_assert_uint_eq(p.start_ticks, 123456);
+	ck_assert_uint_eq(p.vsize_bytes, 104857600);
+	ck_assert_uint_eq(p.rss_pages, 2048);
+	ck_assert_int_eq(metrics_proc_parse("4242 (x S 1 2", &p), -EINVAL);
+	ck_assert_int_eq(metrics_proc_parse("4242 (x) S 1 2 3", &p), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_counter_family_and_samples)
 {
 	struct metrics m;
@@ -174,6 +196,7 @@ metrics_suite(void)
 
 	tc = tcase_create("text");
 	tcase_add_test(tc, test_counter_family_and_samples);
+	tcase_add_test(tc, test_proc_stat_parse);
 	tcase_add_test(tc, test_label_escaping);
 	tcase_add_test(tc, test_value_format);
 	tcase_add_test(tc, test_ceiling_sticks);

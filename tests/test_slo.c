@@ -95,6 +95,53 @@ START_TEST(test_call_delta_service_vs_smart)
 }
 END_TEST
 
+START_TEST(test_smart_total_leaves_out_no_llm)
+{
+	struct slo_call c = call_base();
+	struct slo_counts sum;
+	struct slo_stats s;
+	uint32_t d[SLO_FIELD__COUNT];
+	double v = -1;
+	int i;
+
+	/* allow_llm: false answered by the rules: in total and service-good,
+	 * out of smart_total. */
+	c.source = SOURCE_RULES;
+	c.no_llm = 1;
+	ck_assert_int_eq(slo_call_delta(&c, d), 0);
+	ck_assert_uint_eq(d[SLO_TOTAL], 1);
+	ck_assert_uint_eq(d[SLO_NO_LLM], 1);
+	ck_assert_uint_eq(d[SLO_SERVICE_GOOD], 1);
+	ck_assert_uint_eq(d[SLO_SMART_GOOD], 0);
+	ck_assert_str_eq(slo_field_column(SLO_NO_LLM), "no_llm");
+	ck_assert_int_eq(slo_reason_no_llm("llm_disallowed"), 1);
+	ck_assert_int_eq(slo_reason_no_llm("forced_level"), 0);
+	ck_assert_int_eq(slo_reason_no_llm(NULL), 0);
+	/* 9 llm answers and 1 allow_llm: false: smart 9/9, service 10/10. */
+	memset(&sum, 0, sizeof sum);
+	for (i = 0; i < SLO_FIELD__COUNT; i++)
+		sum.v[i] = d[i];
+	c = call_base();
+	ck_assert_int_eq(slo_call_delta(&c, d), 0);
+	for (i = 0; i < SLO_FIELD__COUNT; i++)
+		sum.v[i] += 9 * (uint64_t)d[i];
+	ck_assert_uint_eq(slo_total(&sum, SLO_KIND_SERVICE), 10);
+	ck_assert_uint_eq(slo_total(&sum, SLO_KIND_SMART), 9);
+	slo_stats_compute(&sum, &s);
+	ck_assert_double_eq_tol(s.service_availability, 1.0, 1e-12);
+	ck_assert_double_eq_tol(s.smart_availability, 1.0, 1e-12);
+	ck_assert_int_eq(slo_metric_value(&sum, "smart_availability", &v), 0);
+	ck_assert_double_eq_tol(v, 1.0, 1e-12);
+	/* Every call said allow_llm: false: no smart denominator. */
+	memset(&sum, 0, sizeof sum);
+	sum.v[SLO_TOTAL] = 4;
+	sum.v[SLO_NO_LLM] = 4;
+	slo_stats_compute(&sum, &s);
+	ck_assert(isnan(s.smart_availability));
+	ck_assert_int_eq(slo_metric_value(&sum, "smart_availability", &v), -EDOM);
+}
+END_TEST
+
 START_TEST(test_call_delta_caller_error_not_counted)
 {
 	struct slo_call c = call_base();
@@ -342,6 +389,7 @@ slo_suite(void)
 	tcase_add_test(tc, test_call_delta_caller_error_not_counted);
 	tcase_add_test(tc, test_call_delta_budget_grace);
 	tcase_add_test(tc, test_call_delta_rates_fields);
+	tcase_add_test(tc, test_smart_total_leaves_out_no_llm);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("ring");
 	tcase_add_test(tc, test_windows_exact_boundaries);

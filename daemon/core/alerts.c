@@ -6,7 +6,9 @@
  * "multiwindow, multi-burn-rate alerts") fire at once (for_s 0) when both
  * the long and the short window burn the error budget faster than the
  * pair's factor. A window with fewer than min_calls calls never makes a
- * condition true, so one failed call at 3 a.m. pages nobody.
+ * condition true, so one failed call at 3 a.m. pages nobody; a burn pair
+ * needs them in both windows, counted in its kind's denominator (smart:
+ * smart_total), so a fresh start with a handful of calls cannot flap.
  * alert_set_state() is the only writer of a->state.
  */
 #include "alerts.h"
@@ -66,6 +68,35 @@ alert_op_name(enum alert_op op)
 	return (unsigned)op < ARRAY_SIZE(names) ? names[op] : "?";
 }
 
+void
+alert_name_make(const char *name, char *out, size_t n)
+{
+	size_t i, j;
+
+	if (n == 0)
+		return;
+	j = (size_t)snprintf(out, n, "fusebox_");
+	for (i = 0; name[i] != '\0' && j + 1 < n; i++, j++) {
+		char c = name[i];
+
+		out[j] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+				 ? c
+				 : '_';
+	}
+	out[MIN(j, n - 1)] = '\0';
+}
+
+void
+alert_window_label(int minutes, char *out, size_t n)
+{
+	if (minutes > 0 && minutes % 1440 == 0)
+		snprintf(out, n, "%dd", minutes / 1440);
+	else if (minutes > 0 && minutes % 60 == 0)
+		snprintf(out, n, "%dh", minutes / 60);
+	else
+		snprintf(out, n, "%dm", minutes);
+}
+
 int
 alert_rules_build(const struct config *cfg, struct alert_rule **out)
 {
@@ -100,6 +131,9 @@ alert_rules_build(const struct config *cfg, struct alert_rule **out)
 			r->threshold = ac->value;
 			r->window_min = slo_window_minutes(ac->window);
 			r->reachable = 1;
+			alert_name_make(ac->name, r->alertname, sizeof r->alertname);
+			snprintf(r->kind_label, sizeof r->kind_label, "%s", ac->metric);
+			alert_window_label(r->window_min, r->window_label, sizeof r->window_label);
 		}
 		if (!s->burn_rate_alerts)
 			continue;
@@ -125,6 +159,11 @@ alert_rules_build(const struct config *cfg, struct alert_rule **out)
 				r->target = k == SLO_KIND_SERVICE ? s->service_availability
 								  : s->smart_availability;
 				r->reachable = slo_burn_factor_reachable(p->factor, r->target);
+				snprintf(r->alertname, sizeof r->alertname,
+					 "fusebox_error_budget_burn");
+				snprintf(r->kind_label, sizeof r->kind_label, "%s",
+					 slo_kind_name((enum slo_kind)k));
+				snprintf(r->window_label, sizeof r->window_label, "%s", p->name);
 			}
 		}
 	}
@@ -153,11 +192,12 @@ alert_condition(const struct alert_rule *r, const struct slo_counts *lng,
 		const struct slo_counts *shrt, double *value)
 {
 	double v = NAN, bl, bs;
+	uint64_t lt, st;
 	int cond = 0;
 
-	if (lng->v[SLO_TOTAL] < (uint64_t)MAX(r->min_calls, 0))
-		goto out;
 	if (r->kind == ALERT_KIND_THRESHOLD) {
+		if (lng->v[SLO_TOTAL] < (uint64_t)MAX(r->min_calls, 0))
+			goto out;
 		if (slo_metric_value(lng, r->metric, &v) != 0) {
 			v = NAN;
 			goto out;
@@ -165,10 +205,15 @@ alert_condition(const struct alert_rule *r, const struct slo_counts *lng,
 		cond = compare(r->op, v, r->threshold);
 		goto out;
 	}
-	bl = slo_burn_rate(slo_good(lng, r->slo), lng->v[SLO_TOTAL], r->target);
-	bs = slo_burn_rate(slo_good(shrt, r->slo), shrt->v[SLO_TOTAL], r->target);
+	/* Both windows need min_calls in the kind's own denominator. */
+	lt = slo_total(lng, r->slo);
+	st = slo_total(shrt, r->slo);
+	if (lt < (uint64_t)MAX(r->min_calls, 1) || st < (uint64_t)MAX(r->min_calls, 1))
+		goto out; /* too few calls (or none: the burn has stopped) */
+	bl = slo_burn_rate(slo_good(lng, r->slo), lt, r->target);
+	bs = slo_burn_rate(slo_good(shrt, r->slo), st, r->target);
 	if (isnan(bl) || isnan(bs))
-		goto out; /* no call in the short window: the burn has stopped */
+		goto out;
 	v = MIN(bl, bs);
 	cond = bl > r->threshold && bs > r->threshold;
 out:

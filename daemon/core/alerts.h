@@ -8,6 +8,7 @@
  * condition goes away before for_s. Time is an argument; no I/O: the
  * caller (obs.c, engine thread) logs, stores and posts each transition.
  */
+#include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
@@ -28,7 +29,11 @@ int alert_state_parse(const char *name, enum alert_state *out);
 /* "<", "<=", ">", ">=" */
 const char *alert_op_name(enum alert_op op);
 
-enum alert_kind { ALERT_KIND_THRESHOLD = 0, ALERT_KIND_BURN };
+/*
+ * EXTERNAL: raised by another module (the canary guard, the review queue)
+ * that hands in its condition; same lifecycle, rows and delivery.
+ */
+enum alert_kind { ALERT_KIND_THRESHOLD = 0, ALERT_KIND_BURN, ALERT_KIND_EXTERNAL };
 
 /* One multi-window burn-rate pair (the short window is 1/12 of the long). */
 struct alert_burn_pair {
@@ -46,11 +51,20 @@ extern const struct alert_burn_pair alert_burn_pairs[ALERT_NBURN_PAIRS];
 /* A rule for one route. Strings borrowed from the config except name. */
 struct alert_rule {
 	char name[80];
+	/*
+	 * The labels every alert carries, the daemon's and the fleet rules'
+	 * alike (docs/OBSERVABILITY.md): alertname "fusebox_..." (burn pairs:
+	 * fusebox_error_budget_burn, threshold rules: fusebox_<name>), kind
+	 * (burn: service|smart, threshold: its metric) and window ("1h").
+	 */
+	char alertname[96];
+	char kind_label[40];
+	char window_label[16];
 	int route; /* index into config routes */
 	enum alert_kind kind;
 	enum severity severity;
 	int for_s;
-	int min_calls; /* fewer calls in the (long) window: condition false */
+	int min_calls; /* fewer calls in the window (burn: in either window): false */
 	/* threshold rules */
 	const char *metric;
 	enum alert_op op;
@@ -70,6 +84,10 @@ struct alert_rule {
  * Returns the number of rules (>= 0).
  */
 int alert_rules_build(const struct config *cfg, struct alert_rule **out);
+/* "fusebox_" + name with every character but [A-Za-z0-9_] made '_'. */
+void alert_name_make(const char *name, char *out, size_t n);
+/* A window's label: "5m", "2h", "30d". */
+void alert_window_label(int minutes, char *out, size_t n);
 
 /*
  * Evaluate r's condition over the window sums: lng is the (long) window,

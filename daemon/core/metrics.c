@@ -199,3 +199,37 @@ metrics_finish(struct metrics *m, char **out, size_t *len)
 	metrics_free(m);
 	return ret;
 }
+
+int
+metrics_proc_parse(const char *stat, struct metrics_proc *out)
+{
+	const char *p = strrchr(stat, ')');
+	unsigned long long v[22];
+	char state;
+	int field, n;
+
+	/* Fields after the comm: 3 state, then 4 .. 24; the last ')' ends the comm. */
+	if (p == NULL || sscanf(p + 1, " %c%n", &state, &n) != 1)
+		return -EINVAL;
+	p += 1 + n;
+	for (field = 0; field < 21; field++) {
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (*p == '-')
+			p++; /* a negative field (priority, nice): its magnitude is unused */
+		v[field] = strtoull(p, &end, 10);
+		if (end == p)
+			return -EINVAL;
+		p = end;
+	}
+	/* v[0] is field 4 (ppid): utime 14, stime 15, threads 20, start 22, vsize 23, rss 24. */
+	out->utime_ticks = v[10];
+	out->stime_ticks = v[11];
+	out->threads = v[16];
+	out->start_ticks = v[18];
+	out->vsize_bytes = v[19];
+	out->rss_pages = v[20];
+	return 0;
+}

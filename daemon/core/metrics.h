@@ -52,3 +52,15 @@ int metrics_finish(struct metrics *m, char **out, size_t *len);
 void metrics_free(struct metrics *m);
 /* Format a sample value as Prometheus does: integers plainly, NaN, +Inf, -Inf. */
 void metrics_format_value(double v, char *out, size_t outlen);
+
+/* What /proc/self/stat tells of the process (proc(5)). */
+struct metrics_proc {
+	uint64_t utime_ticks, stime_ticks; /* CPU time, clock ticks */
+	uint64_t start_ticks;		   /* start after boot, clock ticks */
+	uint64_t vsize_bytes;
+	uint64_t rss_pages;
+	uint64_t threads;
+};
+
+/* Parse the text of /proc/self/stat (the comm may hold spaces and ')'). 0 or -EINVAL. */
+int metrics_proc_parse(const char *stat, struct metrics_proc *out);

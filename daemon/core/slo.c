@@ -39,6 +39,7 @@ static const char *const slo_field_columns[SLO_FIELD__COUNT] = {
 	[SLO_SHADOW_AGREE] = "shadow_agree",
 	[SLO_CROSS_TOTAL] = "cross_total",
 	[SLO_CROSS_AGREE] = "cross_agree",
+	[SLO_NO_LLM] = "no_llm",
 };
 
 static const char *const slo_kind_names[SLO_KIND__COUNT] = {
@@ -226,6 +227,7 @@ slo_call_delta(const struct slo_call *c, uint32_t delta[SLO_FIELD__COUNT])
 		goto out;
 	}
 	delta[SLO_TOTAL] = 1;
+	delta[SLO_NO_LLM] = c->no_llm != 0;
 	if ((c->http_status == 200 || c->http_status == 202 ||
 	     (c->http_status > 200 && c->http_status < 300)) &&
 	    c->elapsed_ms <= c->budget_ms + SLO_BUDGET_GRACE_MS)
@@ -277,7 +279,7 @@ slo_stats_compute(const struct slo_counts *c, struct slo_stats *out)
 	uint64_t total = c->v[SLO_TOTAL];
 
 	out->service_availability = ratio(c->v[SLO_SERVICE_GOOD], total);
-	out->smart_availability = ratio(c->v[SLO_SMART_GOOD], total);
+	out->smart_availability = ratio(c->v[SLO_SMART_GOOD], slo_total(c, SLO_KIND_SMART));
 	out->latency_ok = ratio(c->v[SLO_LATENCY_OK], total);
 	out->timeout_rate = ratio(c->v[SLO_TIMEOUTS], total);
 	out->retry_rate = ratio(c->v[SLO_RETRIES], c->v[SLO_ATTEMPTS]);
@@ -290,10 +292,10 @@ slo_metric_value(const struct slo_counts *c, const char *metric, double *out)
 	static const struct {
 		const char *name;
 		int num; /* field, or -1: total minus src_llm */
-		int den;
+		int den; /* field, or -1: smart_total */
 	} metrics[] = {
 		{"service_availability", SLO_SERVICE_GOOD, SLO_TOTAL},
-		{"smart_availability", SLO_SMART_GOOD, SLO_TOTAL},
+		{"smart_availability", SLO_SMART_GOOD, -1},
 		{"latency_ok", SLO_LATENCY_OK, SLO_TOTAL},
 		{"timeout_rate", SLO_TIMEOUTS, SLO_TOTAL},
 		{"retry_rate", SLO_RETRIES, SLO_ATTEMPTS},
@@ -315,7 +317,7 @@ slo_metric_value(const struct slo_counts *c, const char *metric, double *out)
 	for (i = 0; i < ARRAY_SIZE(metrics); i++) {
 		if (strcmp(metrics[i].name, metric) != 0)
 			continue;
-		den = c->v[metrics[i].den];
+		den = metrics[i].den < 0 ? slo_total(c, SLO_KIND_SMART) : c->v[metrics[i].den];
 		if (metrics[i].num < 0)
 			num = den - MIN(den, c->v[SLO_SRC_LLM]);
 		else
@@ -335,6 +337,39 @@ uint64_t
 slo_good(const struct slo_counts *c, enum slo_kind k)
 {
 	return k == SLO_KIND_SMART ? c->v[SLO_SMART_GOOD] : c->v[SLO_SERVICE_GOOD];
+}
+
+uint64_t
+slo_total(const struct slo_counts *c, enum slo_kind k)
+{
+	uint64_t total = c->v[SLO_TOTAL];
+
+	if (k == SLO_KIND_SMART)
+		total -= MIN(total, c->v[SLO_NO_LLM]);
+	return total;
+}
+
+const char *const slo_degradation_reasons[] = {
+	"llm_disallowed", "forced_level", "auto_level", "breaker_open",
+	"bulkhead_full",  "no_target",	  "no_weight",	"budget_exhausted",
+	"rules_no_match", "cache_miss",	  NULL,
+};
+
+int
+slo_reason_is_entry(const char *reason)
+{
+	int i;
+
+	for (i = 0; i < 3 && reason != NULL; i++)
+		if (strcmp(slo_degradation_reasons[i], reason) == 0)
+			return 1;
+	return 0;
+}
+
+int
+slo_reason_no_llm(const char *reason)
+{
+	return reason != NULL && strcmp(reason, "llm_disallowed") == 0;
 }
 
 double

@@ -18,7 +18,7 @@ enum slo_e {
 
 /*
  * The per-minute counters, in the column order of STORE_SLO_MINUTE_ADD
- * (?3 .. ?22), so that field i binds ?(3 + i).
+ * (?3 .. ?23), so that field i binds ?(3 + i).
  */
 enum slo_field {
 	SLO_TOTAL = 0,	  /* calls except caller errors (4xx) */
@@ -41,6 +41,7 @@ enum slo_field {
 	SLO_SHADOW_AGREE,
 	SLO_CROSS_TOTAL,
 	SLO_CROSS_AGREE,
+	SLO_NO_LLM, /* counted calls whose caller said allow_llm: false */
 	SLO_FIELD__COUNT
 };
 
@@ -101,6 +102,7 @@ void slo_ring_sums(const struct slo_ring *r, int64_t now_ms, const int *minutes,
 /* What one finished call adds to its minute. */
 struct slo_call {
 	unsigned http_status;
+	int no_llm; /* the caller did not ask for a model (allow_llm: false) */
 	enum source source;
 	int64_t elapsed_ms;
 	int64_t budget_ms;
@@ -138,6 +140,26 @@ enum slo_kind { SLO_KIND_SERVICE = 0, SLO_KIND_SMART, SLO_KIND__COUNT };
 const char *slo_kind_name(enum slo_kind k);
 /* The good counter of kind. */
 uint64_t slo_good(const struct slo_counts *c, enum slo_kind k);
+/*
+ * The denominator of kind: total for service, smart_total (total minus the
+ * calls whose caller did not ask for a model) for smart.
+ */
+uint64_t slo_total(const struct slo_counts *c, enum slo_kind k);
+/*
+ * The reason a call's caller gives for not asking a model: its calls stay
+ * in the service SLO and leave the smart one. 1 when reason is it.
+ */
+int slo_reason_no_llm(const char *reason);
+/*
+ * The degradation reasons a call can give besides an outcome class name
+ * (outcome.h): the three a call starts below the primary with
+ * (llm_disallowed, forced_level, auto_level: one degradations row for the
+ * rungs skipped), then the falls of the ladder. NULL-terminated; /metrics
+ * shows each at 0 from the start.
+ */
+extern const char *const slo_degradation_reasons[];
+/* 1 when reason is one a call starts below the primary with. */
+int slo_reason_is_entry(const char *reason);
 /* Error rate / (1 - target); NAN when total is 0 or target >= 1. */
 double slo_burn_rate(uint64_t good, uint64_t total, double target);
 /* 1 - errors / (total x (1 - target)); NAN when total is 0 or target >= 1. */

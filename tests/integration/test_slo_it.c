@@ -523,9 +523,22 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 
 	/* smart 0.7 < 0.9 for 1 s: pending, then firing; Alertmanager hears of it. */
 	ck_assert_msg(wait_alert_state("smart-low", "firing", 8000), "smart-low never fired");
-	ck_assert_msg(am_wait(&AM, "POST /api/v2/alerts", "\"alertname\":\"smart-low\"", 5000),
-		      "Alertmanager got no smart-low alert");
+	ck_assert_msg(
+		am_wait(&AM, "POST /api/v2/alerts", "\"alertname\":\"fusebox_smart_low\"", 5000),
+		"Alertmanager got no smart-low alert");
 	ck_assert(am_wait(&AM, "POST /api/v2/alerts", "\"severity\":\"page\"", 100));
+	/* One label set for the daemon's alerts and the fleet rules. */
+	ck_assert(am_wait(&AM, "\"alertname\":\"fusebox_smart_low\"",
+			  "\"rule\":\"smart-low\",\"route\":\"intent\",\"kind\":\"smart_"
+			  "availability\",\"window\":\"5m\",\"severity\":\"page\",\"source\":"
+			  "\"daemon\"",
+			  100));
+	ck_assert(am_wait(&AM, "\"alertname\":\"fusebox_smart_low\"",
+			  "\"runbook_url\":\"docs/OBSERVABILITY.md#fusebox_smart_low\"", 100));
+	ck_assert(am_wait(&AM, "\"alertname\":\"fusebox_error_budget_burn\"",
+			  "\"kind\":\"smart\",\"window\":\"1d\",\"severity\":\"ticket\","
+			  "\"source\":\"daemon\",\"factor\":\"3\"",
+			  3000));
 	/* Burn-rate pairs fire at once: 3.75x over 1d & 2h and 3d & 6h, not 6x. */
 	ck_assert(wait_alert_state("smart-burn-1d", "firing", 3000));
 	ck_assert(wait_alert_state("smart-burn-3d", "firing", 3000));
@@ -609,6 +622,24 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	assert_has(m, "# TYPE fusebox_log_queue_rows gauge\n");
 	assert_has(m, "# TYPE fusebox_log_writer_boosts_total counter\n");
 	assert_has(m, "fusebox_retry_budget_denied_total{route=\"intent\"} 0\n");
+	/* Every configured route and backend at 0 from the start. */
+	assert_has(m, "fusebox_calls_total{route=\"other\",source=\"llm\",level=\"0\"} 0\n");
+	assert_has(m, "fusebox_attempts_total{backend=\"primary\",outcome=\"reset\"} 0\n");
+	assert_has(m, "fusebox_degradations_total{route=\"other\",reason=\"forced_level\"} 0\n");
+	assert_has(m, "fusebox_degradations_total{route=\"intent\",reason=\"llm_disallowed\"} 0\n");
+	assert_has(m, "fusebox_slo_eligible_calls_total{route=\"intent\",kind=\"smart\"} 10\n");
+	assert_has(m, "fusebox_validation_failures_total{route=\"other\",stage=\"schema\"} 0\n");
+	assert_has(m, "fusebox_config_reload_total{result=\"failure\"} 0\n");
+	assert_has(m, "fusebox_slo_eligible_calls_total{route=\"other\",kind=\"service\"} 0\n");
+	assert_has(m, "fusebox_tokens_total{backend=\"primary\",kind=\"input\"} ");
+	assert_has(m, "# TYPE process_cpu_seconds_total counter\n");
+	assert_has(m, "# TYPE process_resident_memory_bytes gauge\n");
+	assert_has(m, "# TYPE process_open_fds gauge\n");
+	assert_has(m, "# TYPE process_max_fds gauge\n");
+	assert_has(m, "# TYPE process_start_time_seconds gauge\n");
+	assert_has(m, "fusebox_build_info{version=\"");
+	assert_has(m, "fusebox_route_target_weight{route=\"intent\",backend=\"primary\","
+		      "canary=\"false\"} 1\n");
 	ck_assert_ptr_null(strstr(m, "window=\"5m\"} NaN"));
 	if (have_promtool())
 		ck_assert_int_eq(promtool_check_metrics(m), 0);
@@ -641,7 +672,7 @@ START_TEST(mix_availabilities_metrics_alert_restart)
 	a = find_alert(&root, "smart-low");
 	ck_assert(cJSON_IsString(cJSON_GetObjectItem(a, "resolved_at")));
 	cJSON_Delete(root);
-	ck_assert_msg(am_wait(&AM, "\"alertname\":\"smart-low\"", "\"endsAt\"", 5000),
+	ck_assert_msg(am_wait(&AM, "\"alertname\":\"fusebox_smart_low\"", "\"endsAt\"", 5000),
 		      "Alertmanager got no resolution for smart-low");
 	o = get_json("/v1/slo?route=intent", 200);
 	ck_assert_int_eq(
