@@ -15,12 +15,14 @@
 
 #include <curl/curl.h>
 
+#include "commit.h"
 #include "config.h"
 #include "daemon.h"
 #include "engine.h"
 #include "http.h"
 #include "log.h"
 #include "reload.h"
+#include "sdnotify.h"
 #include "store.h"
 #include "tokens.h"
 #include "util.h"
@@ -38,9 +40,8 @@ usage(FILE *fp)
 		    "  -c, --config FILE   configuration file (JSON)\n"
 		    "      --check-config  validate FILE, print every error, exit 0 or 1\n"
 		    "  -h, --help          this text and the configuration key reference\n"
-		    "  -V, --version       print the version\n"
-		    "\n"
-		    "Configuration keys:\n");
+		    "  -V, --version       print the version and the commit\n"
+		    "\n");
 	config_print_reference(fp);
 }
 
@@ -97,9 +98,7 @@ reload_task(struct engine *e, void *arg)
 {
 	char *cause = NULL;
 
-	if (reload_from_disk(e, &cause) != 0)
-		log_error("main", "SIGHUP: configuration refused, keeping the running one:\n%s",
-			  cause ? cause : "");
+	reload_from_disk(e, &cause); /* a refusal is logged there */
 	free(cause);
 }
 
@@ -144,7 +143,7 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("fuseboxd %s\n", FB_VERSION);
+			printf("fuseboxd %s (commit %s)\n", FB_VERSION, FB_COMMIT);
 			return 0;
 		default:
 			usage(stderr);
@@ -168,7 +167,9 @@ main(int argc, char **argv)
 		config_free(cfg);
 		return 0;
 	}
+	log_detect_journal();
 	log_set_level(cfg->log.level);
+	log_set_format(cfg->log.format);
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -211,7 +212,15 @@ main(int argc, char **argv)
 	ho.port = live->listen_port;
 	ho.max_body_bytes = live->max_body_bytes;
 	ho.max_connections = live->max_inflight + 1024;
-	ho.conn_timeout_s = 30;
+	ho.max_buffered_body_bytes = live->max_buffered_body_bytes;
+	ho.max_connections_per_ip = live->max_connections_per_ip;
+	ho.conn_timeout_s = live->http.body_timeout_s;
+	ho.header_timeout_s = live->http.header_timeout_s;
+	ho.idle_timeout_s = live->http.idle_timeout_s;
+	ho.allowed_hosts = live->http.allowed_hosts;
+	ho.nallowed_hosts = live->http.nallowed_hosts;
+	ho.allowed_origins = live->http.allowed_origins;
+	ho.nallowed_origins = live->http.nallowed_origins;
 	ho.callers_require_token = live->callers_require_token;
 	ho.metrics_public = live->metrics_public;
 	daemon_http_endpoints(&ho);
@@ -236,6 +245,15 @@ main(int argc, char **argv)
 	fflush(stdout);
 	log_info("main", "fuseboxd %s up: %d backends, %d routes, database %s", FB_VERSION,
 		 live->nbackends, live->nroutes, live->database);
+	{
+		char ready[160];
+
+		snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %s:%d",
+			 live->listen_host, http_port(srv));
+		r = sdnotify_send(ready);
+		if (r < 0)
+			log_warn("main", "NOTIFY_SOCKET: %s", strerror(-r));
+	}
 	for (;;) {
 		if (sigwait(&set, &sig) != 0)
 			continue;
@@ -245,6 +263,7 @@ main(int argc, char **argv)
 			continue;
 		}
 		log_info("main", "signal %d: draining", sig);
+		sdnotify_send("STOPPING=1\nSTATUS=draining");
 		break;
 	}
 	/* Stops accepting, drains the calls and writes their answers (the

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # install: `meson install` from a build directory into a temporary DESTDIR,
 # then check the tree: binaries (and that the test-only mock and traffic
-# generator are not installed), man pages, the systemd unit (naming the
-# installed fuseboxd), the example configurations (each passes the
-# installed daemon's --check-config) and the bash completion.
+# generator are not installed), --help and --version, man pages, the
+# systemd unit (Type=notify, naming the installed fuseboxd and fusebox),
+# the example configurations (each passes the installed daemon's
+# --check-config), the production example and tokens example under
+# sysconfdir, the Prometheus rules, and the bash completion.
 #   tests/install.sh BUILD_ROOT SOURCE_ROOT
 set -euo pipefail
 
@@ -45,7 +47,11 @@ fi
 # Binaries.
 daemon=$(one bin/fuseboxd)
 [ -x "$daemon" ] || fail "$daemon is not executable"
-"$daemon" --version | grep -q '^fuseboxd ' || fail "installed fuseboxd --version"
+"$daemon" --version | grep -Eqx 'fuseboxd [0-9.]+ \(commit [0-9a-z.+-]+\)' ||
+	fail "installed fuseboxd --version names no commit: $("$daemon" --version)"
+help=$("$daemon" --help)
+[ "$(grep -c '^usage: fuseboxd' <<<"$help")" -eq 1 ] || fail "fuseboxd --help: usage printed twice"
+[ "$(grep -c '^Configuration keys' <<<"$help")" -eq 1 ] || fail "fuseboxd --help: header printed twice"
 echo "ok: ${daemon#"$dest"}"
 if [ -f "$src/tui/main.c" ]; then
 	console=$(one bin/fusebox)
@@ -65,14 +71,24 @@ for m in man8/fuseboxd.8 man1/fusebox.1 man5/fusebox.json.5; do
 	fi
 	echo "ok: ${page#"$dest"}"
 done
+# Every man page --help names is installed.
+while read -r ref; do
+	name=${ref%(*}
+	sec=${ref##*(}
+	sec=${sec%)}
+	one "man$sec/$name.$sec" >/dev/null
+done < <(grep -o '[a-z.]*([1-8])' <<<"$help" | sort -u)
 
 # The systemd unit runs the installed binary.
 unit=$(one lib/systemd/system/fuseboxd.service)
 bin_path=${daemon#"$dest"}
 grep -qx "ExecStart=$bin_path -c /etc/fusebox/fusebox.json" "$unit" ||
 	fail "$unit: ExecStart does not name $bin_path"
-# shellcheck disable=SC2016 # $MAINPID is systemd's, not ours
-for k in 'ExecReload=/bin/kill -HUP $MAINPID' 'Restart=on-failure' \
+# A refused reload fails `systemctl reload`: ExecReload waits for the daemon's answer.
+grep -qx "ExecReload=${bin_path%d} reload" "$unit" ||
+	fail "$unit: ExecReload is not ${bin_path%d} reload"
+for k in 'Type=notify' 'NotifyAccess=main' 'WatchdogSec=30s' 'Restart=on-failure' \
+	'Environment=FUSEBOX_TOKENS_FILE=%d/tokens' \
 	'StateDirectory=fusebox' 'ProtectSystem=strict' 'NoNewPrivileges=yes' \
 	'LimitNOFILE=65536'; do
 	grep -qxF "$k" "$unit" || fail "$unit lacks $k"
@@ -94,6 +110,30 @@ done
 [ "$n" -gt 0 ] || fail "no examples in $src/contrib/examples"
 echo "ok: $n examples"
 
+# The production example beside /etc/fusebox/fusebox.json: state under
+# /var/lib/fusebox, a real provider's URL, keys from the environment.
+prod=$(one etc/fusebox/fusebox.json.example)
+cmp -s "$src/contrib/examples/production.json" "$prod" || fail "$prod differs from production.json"
+"$daemon" --check-config -c "$prod" >/dev/null || fail "$prod does not pass --check-config"
+python3 - "$prod" <<'PY' || fail "$prod is not production-shaped"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["database"].startswith("/var/lib/fusebox/"), d["database"]
+assert d["tokens_file"].startswith("/"), d["tokens_file"]
+assert all(b["url"].startswith("https://") and b.get("api_key_env") for b in d["backends"])
+PY
+tok=$(one etc/fusebox/tokens.example)
+[ "$(stat -c %a "$tok")" = 600 ] || fail "$tok is mode $(stat -c %a "$tok"), not 600"
+grep -Eq '^[^#[:space:]]+ operator ' "$tok" || fail "$tok has no operator line"
+echo "ok: ${prod#"$dest"} ${tok#"$dest"}"
+
+# The Prometheus rules and their promtool tests.
+for f in "$src"/contrib/prometheus/*.yml; do
+	inst=$(one "share/fusebox/prometheus/$(basename "$f")")
+	cmp -s "$f" "$inst" || fail "$inst differs from $f"
+done
+echo "ok: contrib/prometheus/*.yml"
+
 # Bash completion: parses, registers, completes the verbs.
 comp=$(one share/bash-completion/completions/fusebox)
 bash -n "$comp" || fail "$comp: syntax"
@@ -104,5 +144,5 @@ got=$(bash -c '
 	COMP_CWORD=1
 	_fusebox
 	echo "${COMPREPLY[*]}"' _ "$comp") || fail "$comp does not register fusebox"
-[ "$got" = "reviews review report" ] || fail "$comp: \"fusebox re<TAB>\" gave \"$got\""
+[ "$got" = "reviews review report reload" ] || fail "$comp: \"fusebox re<TAB>\" gave \"$got\""
 echo "ok: ${comp#"$dest"}"

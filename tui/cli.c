@@ -165,56 +165,167 @@ verb_report(struct client *c, int json, int argc, char **argv, const struct stat
 static int
 verb_help(struct client *c, int json, int argc, char **argv, const struct state_v *s)
 {
+	if (argc > 1)
+		return cli_verb_usage(stdout, argv[1]);
 	cli_usage(stdout);
 	return CLI_OK;
 }
 
+/* report's options (parsed in report.c), for cli_globals_take. */
+static const char *const report_takes[] = {"--db", "--since", NULL};
+
 /*
  * The verbs, in --help order (tmux's cmd_entry). usage is the verb's lines
- * in `fusebox --help`, NULL for one that is not listed.
+ * in `fusebox --help`, NULL for one that is not listed; takes its options
+ * that take a value.
  */
 static const struct verb {
 	const char *name;
 	const char *usage;
 	int needs_state;
 	cli_verb_fn *fn;
+	const char *const *takes;
 } verbs[] = {
 	{"status",
 	 "  status                                 daemon, routes and breakers in brief\n", 1,
-	 cli_verb_status},
+	 cli_verb_status, NULL},
 	{"routes", "  routes                                 levels, rates, targets and weights\n",
-	 1, cli_verb_routes},
+	 1, cli_verb_routes, NULL},
 	{"breakers", "  breakers                               every backend's breaker\n", 1,
-	 cli_verb_breakers},
+	 cli_verb_breakers, NULL},
 	{"reviews",
 	 "  reviews [--state S] [--route R]        the review queue (S: open, pending, ...)\n", 0,
-	 cli_verb_reviews},
+	 cli_verb_reviews, cli_reviews_takes},
 	{"slo", "  slo [ROUTE]                            availability per window, error budgets\n",
-	 0, cli_verb_slo},
+	 0, cli_verb_slo, NULL},
 	{"alerts",
 	 "  alerts                                 active alerts and those resolved in 24 h\n", 0,
-	 cli_verb_alerts},
+	 cli_verb_alerts, NULL},
 	{"events", "  events [--follow] [--after ID]         events (--follow: keep printing)\n", 0,
-	 cli_verb_events},
+	 cli_verb_events, cli_events_takes},
 	{"level",
 	 "  level ROUTE N --reason R [--ttl S]     force a route's level (0-3)\n"
 	 "  level ROUTE auto                       release it to automatic control\n",
-	 0, cli_verb_level},
+	 0, cli_verb_level, cli_level_takes},
 	{"weights", "  weights ROUTE B1=W1 [B2=W2 ...]        set the route's target weights\n", 0,
-	 cli_verb_weights},
-	{"breaker", "  breaker BACKEND open|closed|auto [--reason R]\n", 0, cli_verb_breaker},
+	 cli_verb_weights, NULL},
+	{"breaker", "  breaker BACKEND open|closed|auto [--reason R]\n", 0, cli_verb_breaker,
+	 cli_breaker_takes},
 	{"review",
 	 "  review ID approve|reject [--note N]\n"
 	 "  review ID correct JSON [--note N]      decide a review item\n",
-	 0, cli_verb_review},
-	{"call", "  call ROUTE TEXT [--budget MS]          make a guarded call\n", 0,
-	 cli_verb_call},
+	 0, cli_verb_review, cli_review_takes},
+	{"call", "  call ROUTE TEXT [--budget MS]          make a guarded call\n", 0, cli_verb_call,
+	 cli_call_takes},
+	{"reload", "  reload                                 re-read the daemon's configuration\n",
+	 0, cli_verb_reload, NULL},
+	{"diagnose",
+	 "  diagnose [ROUTE] [--since 15m]         why it is degraded: causes, changes, actions\n",
+	 0, cli_verb_diagnose, cli_diagnose_takes},
 	{"report",
 	 "  report --db FILE [--since T]           offline report from the SQLite DB\n"
 	 "                                         (T: RFC3339 or a duration like 1h)\n",
-	 0, verb_report},
-	{"help", NULL, 0, verb_help},
+	 0, verb_report, report_takes},
+	{"help", NULL, 0, verb_help, NULL},
 };
+
+static const struct verb *
+verb_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(verbs); i++)
+		if (strcmp(verbs[i].name, name) == 0)
+			return &verbs[i];
+	return NULL;
+}
+
+/* name, or name=VALUE: the value (the next argument for the first form), else NULL. */
+static const char *
+flag_value(int argc, char **argv, int *i, const char *name, int *missing)
+{
+	size_t n = strlen(name);
+
+	if (strcmp(argv[*i], name) == 0) {
+		if (*i + 1 < argc)
+			return argv[++*i];
+		*missing = 1;
+		return NULL;
+	}
+	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	return NULL;
+}
+
+int
+cli_global_flag(int argc, char **argv, int *i, struct cli_globals *g)
+{
+	const char *a = argv[*i], *v;
+	int missing = 0;
+
+	if (strcmp(a, "--json") == 0)
+		g->json = 1;
+	else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)
+		g->help = 1;
+	else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)
+		g->version = 1;
+	else if ((v = flag_value(argc, argv, i, "--url", &missing)) != NULL)
+		g->url = v;
+	else if ((v = flag_value(argc, argv, i, "--token-file", &missing)) != NULL)
+		g->token_file = v;
+	else if ((v = flag_value(argc, argv, i, "--fleet", &missing)) != NULL)
+		g->fleet = v;
+	else if ((v = flag_value(argc, argv, i, "--host", &missing)) != NULL)
+		g->host = v;
+	else if (missing)
+		return cli_usage_error("%s needs a value", a);
+	else
+		return 0;
+	return 1;
+}
+
+int
+cli_globals_take(int argc, char **argv, struct cli_globals *g)
+{
+	const struct verb *v = verb_find(argv[0]);
+	int i, k, o = 1, r, takes_value;
+
+	for (i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0) {
+			while (i < argc)
+				argv[o++] = argv[i++];
+			break;
+		}
+		r = cli_global_flag(argc, argv, &i, g);
+		if (r == CLI_USAGE)
+			return -CLI_USAGE;
+		if (r == 1)
+			continue;
+		argv[o++] = argv[i];
+		takes_value = 0;
+		for (k = 0; v != NULL && v->takes != NULL && v->takes[k] != NULL; k++)
+			takes_value |= strcmp(argv[i], v->takes[k]) == 0;
+		if (takes_value && i + 1 < argc)
+			argv[o++] = argv[++i];
+	}
+	argv[o] = NULL;
+	return o;
+}
+
+int
+cli_verb_usage(FILE *fp, const char *name)
+{
+	const struct verb *v = verb_find(name);
+
+	if (v == NULL || v->usage == NULL)
+		return cli_usage_error("unknown verb \"%s\"", name);
+	fprintf(fp, "usage: fusebox [--url URL] [--token-file FILE] [--json] %s ...\n%s", name,
+		v->usage);
+	fputs("\nThe global flags may also follow the verb. Exit: 0 ok, 1 refused or failed, 2 "
+	      "usage.\n",
+	      fp);
+	return CLI_OK;
+}
 
 void
 cli_usage(FILE *fp)
@@ -232,7 +343,13 @@ cli_usage(FILE *fp)
 	      "URL: --url, else $FUSEBOX_URL, else " CLIENT_DEFAULT_URL ".\n"
 	      "Token: --token-file (token = first field of the first line), else $FUSEBOX_TOKEN,\n"
 	      "else $FUSEBOX_TOKEN_FILE, else the daemon's tokens file when readable.\n"
-	      "--json prints the daemon's JSON. Exit: 0 ok, 1 refused or failed, 2 usage.\n",
+	      "--json prints the daemon's JSON. The global flags may also follow the verb;\n"
+	      "fusebox VERB --help shows one verb. Exit: 0 ok, 1 refused or failed, 2 usage.\n"
+	      "\n"
+	      "Fleet: --fleet FILE (else $FUSEBOX_FLEET; lines NAME URL [TOKEN_FILE] [GROUP])\n"
+	      "runs status, reviews and the fan-outs level, weights and breaker (these also take\n"
+	      "--group G, --hosts H1,H2, --action-id ID) over every host at once; --host NAME\n"
+	      "runs any verb on that one host.\n",
 	      fp);
 }
 
@@ -262,14 +379,10 @@ verb_run_on_state(const struct verb *v, struct client *c, int json, int argc, ch
 int
 cli_run(struct client *c, int json, int argc, char **argv)
 {
-	const struct verb *v = NULL;
-	size_t i;
+	const struct verb *v = verb_find(argv[0]);
 	int rc;
 
 	fmt_set_ascii(!fmt_locale_utf8());
-	for (i = 0; i < ARRAY_SIZE(verbs) && v == NULL; i++)
-		if (strcmp(verbs[i].name, argv[0]) == 0)
-			v = &verbs[i];
 	if (v == NULL)
 		rc = cli_usage_error("unknown verb \"%s\"", argv[0]);
 	else if (v->needs_state)

@@ -54,4 +54,15 @@ void cli_targets_text(const struct route_v *r, char *out, size_t outsz);
 
 cli_verb_fn cli_verb_status, cli_verb_routes, cli_verb_breakers, cli_verb_reviews, cli_verb_slo,
 	cli_verb_alerts, cli_verb_events;
-cli_verb_fn cli_verb_level, cli_verb_weights, cli_verb_breaker, cli_verb_review, cli_verb_call;
+cli_verb_fn cli_verb_level, cli_verb_weights, cli_verb_breaker, cli_verb_review, cli_verb_call,
+	cli_verb_reload;
+/* The verbs' options that take a value, named once for the verb and for cli_globals_take. */
+extern const char *const cli_reviews_takes[],
+	*const cli_events_takes[], *const cli_events_flags[],
+					   *const cli_level_takes[],
+						   *const cli_breaker_takes[],
+							   *const cli_review_takes[],
+								   *const cli_call_takes[];
+/* cli_diagnose.c: why a route is degraded (GET /v1/diagnose). */
+cli_verb_fn cli_verb_diagnose;
+extern const char *const cli_diagnose_takes[];

@@ -5,6 +5,7 @@
 #include "cli_int.h"
 
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,10 +130,11 @@ cli_verb_breakers(struct client *c, int json, int argc, char **argv, const struc
 	return CLI_OK;
 }
 
+const char *const cli_reviews_takes[] = {"--state", "--route", "--limit", NULL};
+
 int
 cli_verb_reviews(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--state", "--route", "--limit", NULL};
 	static const char *const titles[] = {"ID",     "ROUTE",	 "PRIORITY",   "STATE",
 					     "DUE IN", "REASON", "CONFIDENCE", "INPUT"};
 	struct client_resp resp;
@@ -144,7 +146,7 @@ cli_verb_reviews(struct client *c, int json, int argc, char **argv, const struct
 	int rc, i;
 	int64_t now = clock_wall_ms();
 
-	if ((rc = cli_args_parse(argc, argv, takes, NULL, &a)) != 0 || a.npos != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_reviews_takes, NULL, &a)) != 0 || a.npos != 0)
 		return rc ? rc : cli_usage_error("reviews: unexpected argument %s", a.pos[0]);
 	buf_init(&path, 1024);
 	buf_puts(&path, "/v1/reviews?limit=");
@@ -328,6 +330,9 @@ out:
 	return CLI_OK;
 }
 
+const char *const cli_events_takes[] = {"--after", "--limit", NULL};
+const char *const cli_events_flags[] = {"--follow", "-f", NULL};
+
 static volatile sig_atomic_t follow_stop;
 
 static void
@@ -335,6 +340,19 @@ on_stop(int sig)
 {
 	(void)sig;
 	follow_stop = 1;
+}
+
+/*
+ * Wait up to ms; 1 when stdout is a pipe whose reader went away (`| head
+ * -3` ends us at once, not at the next event): the write end of such a
+ * pipe polls POLLERR. Files and terminals just wait.
+ */
+static int
+reader_gone_within(int ms)
+{
+	struct pollfd p = {.fd = STDOUT_FILENO, .events = 0};
+
+	return poll(&p, 1, ms) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0;
 }
 
 static void
@@ -362,8 +380,6 @@ print_events(const struct events_v *e, struct table *t)
 int
 cli_verb_events(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--after", "--limit", NULL};
-	static const char *const flags[] = {"--follow", "-f", NULL};
 	static const char *const titles[] = {"ID", "AT", "KIND", "SUBJECT", "DETAIL"};
 	struct client_resp resp;
 	struct events_v *e = NULL;
@@ -375,7 +391,8 @@ cli_verb_events(struct client *c, int json, int argc, char **argv, const struct 
 	int rc, i, follow, pages = 0;
 	cJSON *all = NULL, *arr, *page, *it;
 
-	if ((rc = cli_args_parse(argc, argv, takes, flags, &a)) != 0 || a.npos != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_events_takes, cli_events_flags, &a)) != 0 ||
+	    a.npos != 0)
 		return rc ? rc : cli_usage_error("events: unexpected argument %s", a.pos[0]);
 	follow = a.flag[0] || a.flag[1];
 	if (a.opt[0] != NULL && parse_int64(a.opt[0], &after) != 0)
@@ -444,7 +461,8 @@ cli_verb_events(struct client *c, int json, int argc, char **argv, const struct 
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
 	while (!follow_stop) {
-		usleep(1000 * 1000);
+		if (reader_gone_within(1000))
+			break;
 		if (follow_stop)
 			break;
 		snprintf(path, sizeof path, "/v1/events?after=%lld&limit=%d", (long long)after,

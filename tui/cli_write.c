@@ -1,6 +1,6 @@
 /*
  * cli_write: the verbs that change something — level, weights, breaker,
- * review — and call (see cli.h).
+ * review, reload — and call (see cli.h).
  */
 #include "cli_int.h"
 
@@ -15,6 +15,11 @@
 #include "wire.h"
 
 #define CALL_TIMEOUT_MS 130000
+
+const char *const cli_level_takes[] = {"--reason", "--ttl", NULL};
+const char *const cli_breaker_takes[] = {"--reason", NULL};
+const char *const cli_review_takes[] = {"--note", NULL};
+const char *const cli_call_takes[] = {"--budget", NULL};
 
 /* Print a route object as "ROUTE: L2 forced by alice until T: reason" / "ROUTE: L0 (auto)". */
 static int
@@ -43,7 +48,6 @@ print_route_answer(const struct client_resp *resp)
 int
 cli_verb_level(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--reason", "--ttl", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o = NULL;
@@ -51,7 +55,7 @@ cli_verb_level(struct client *c, int json, int argc, char **argv, const struct s
 	int64_t level, ttl_ms = 0;
 	int rc, release;
 
-	if ((rc = cli_args_parse(argc, argv, takes, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_level_takes, NULL, &a)) != 0)
 		return rc;
 	if (a.npos != 2)
 		return cli_usage_error(
@@ -135,7 +139,6 @@ out:
 int
 cli_verb_breaker(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--reason", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o, *ans;
@@ -144,7 +147,7 @@ cli_verb_breaker(struct client *c, int json, int argc, char **argv, const struct
 	char path[512], *seg, *body;
 	int rc;
 
-	if ((rc = cli_args_parse(argc, argv, takes, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_breaker_takes, NULL, &a)) != 0)
 		return rc;
 	if (a.npos != 2)
 		return cli_usage_error("usage: breaker BACKEND open|closed|auto [--reason R]");
@@ -188,7 +191,6 @@ cli_verb_breaker(struct client *c, int json, int argc, char **argv, const struct
 int
 cli_verb_review(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--note", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o = NULL, *result = NULL, *ans;
@@ -198,7 +200,7 @@ cli_verb_review(struct client *c, int json, int argc, char **argv, const struct 
 	int64_t id;
 	int rc;
 
-	if ((rc = cli_args_parse(argc, argv, takes, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_review_takes, NULL, &a)) != 0)
 		goto out;
 	if (a.npos < 2 || parse_int64(a.pos[0], &id) != 0) {
 		rc = cli_usage_error("usage: review ID approve|reject|correct JSON [--note N]");
@@ -258,7 +260,6 @@ out:
 int
 cli_verb_call(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
-	static const char *const takes[] = {"--budget", NULL};
 	struct client_resp resp;
 	struct args a;
 	cJSON *o, *ans = NULL;
@@ -267,7 +268,7 @@ cli_verb_call(struct client *c, int json, int argc, char **argv, const struct st
 	int64_t budget = 0;
 	int rc;
 
-	if ((rc = cli_args_parse(argc, argv, takes, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_call_takes, NULL, &a)) != 0)
 		return rc;
 	if (a.npos != 2)
 		return cli_usage_error("usage: call ROUTE TEXT [--budget MS]");
@@ -324,4 +325,40 @@ out:
 	cJSON_free(body);
 	cJSON_Delete(o);
 	return rc;
+}
+
+/*
+ * reload: POST /v1/reload. A refused file is the daemon's 400 with every
+ * error, printed to stderr, exit 1 — so a unit's ExecReload through this
+ * verb makes `systemctl reload` fail.
+ */
+int
+cli_verb_reload(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
+{
+	struct client_resp resp;
+	struct args a;
+	cJSON *ans;
+	const cJSON *b, *r;
+	int rc;
+
+	if ((rc = cli_args_parse(argc, argv, NULL, NULL, &a)) != 0 || a.npos != 0)
+		return rc ? rc : cli_usage_error("reload takes no arguments");
+	rc = cli_request(c, "POST", "/v1/reload", "{}", CONTROL_TIMEOUT_MS, &resp);
+	if (rc != 0)
+		return rc;
+	if (json) {
+		cli_print_json(&resp);
+	} else {
+		ans = cJSON_ParseWithLength(resp.body, resp.len);
+		b = cJSON_GetObjectItemCaseSensitive(ans, "backends");
+		r = cJSON_GetObjectItemCaseSensitive(ans, "routes");
+		if (cJSON_IsNumber(b) && cJSON_IsNumber(r))
+			printf("configuration reloaded: %d backends, %d routes\n", b->valueint,
+			       r->valueint);
+		else
+			printf("configuration reloaded\n");
+		cJSON_Delete(ans);
+	}
+	client_resp_free(&resp);
+	return CLI_OK;
 }

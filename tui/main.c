@@ -3,10 +3,13 @@
  *
  *   fusebox [--url URL] [--token-file FILE] [--json] [VERB ARGS...]
  *
- * Global flags come before the verb; no verb opens the console. The URL
- * is --url, else $FUSEBOX_URL, else http://127.0.0.1:7700; the token comes
- * from client_token_resolve() (client.h).
+ * Global flags stand before or after the verb (up to "--"); no verb opens
+ * the console. The URL is --url, else $FUSEBOX_URL, else
+ * http://127.0.0.1:7700; the token comes from client_token_resolve()
+ * (client.h). The fleet file is --fleet, else $FUSEBOX_FLEET unless --url
+ * is given (fleet_cli.h).
  */
+#include <errno.h>
 #include <locale.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,74 +21,111 @@
 #include "cli.h"
 #include "client.h"
 #include "console.h"
-
-static const char *
-flag_value(int argc, char **argv, int *i, const char *name)
-{
-	size_t n = strlen(name);
-
-	if (strcmp(argv[*i], name) == 0)
-		return *i + 1 < argc ? argv[++*i] : NULL;
-	if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	return NULL;
-}
+#include "fleet.h"
+#include "fleet_cli.h"
 
 int
 main(int argc, char **argv)
 {
 	struct client cli;
-	const char *url = NULL, *token_file = NULL, *source, *v;
+	struct cli_globals g = {0};
+	struct fleet fleet = {0};
+	const char *source, *env;
 	char *token = NULL, *cause = NULL;
-	int json = 0, i, rc, role, have_client = 0;
+	int i, n, rc, role, have_client = 0, werr;
 
 	setlocale(LC_ALL, "");
 	signal(SIGPIPE, SIG_IGN);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
-		if (strcmp(argv[i], "--json") == 0) {
-			json = 1;
-		} else if (strncmp(argv[i], "--url", 5) == 0 &&
-			   (v = flag_value(argc, argv, &i, "--url")) != NULL) {
-			url = v;
-		} else if (strncmp(argv[i], "--token-file", 12) == 0 &&
-			   (v = flag_value(argc, argv, &i, "--token-file")) != NULL) {
-			token_file = v;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			cli_usage(stdout);
-			return CLI_OK;
-		} else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-			printf("fusebox %s\n", FB_VERSION);
-			return CLI_OK;
-		} else if (strcmp(argv[i], "--") == 0) {
+		if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;
-		} else {
-			fprintf(stderr, "fusebox: unknown option or missing value: %s\n", argv[i]);
+		}
+		rc = cli_global_flag(argc, argv, &i, &g);
+		if (rc == CLI_USAGE)
+			return CLI_USAGE;
+		if (rc == 0) {
+			fprintf(stderr, "fusebox: unknown option: %s\n", argv[i]);
 			cli_usage(stderr);
 			return CLI_USAGE;
 		}
 	}
-	if (i < argc && strcmp(argv[i], "report") == 0)
-		return cli_run(NULL, json, argc - i, argv + i);
+	if (i < argc) {
+		n = cli_globals_take(argc - i, argv + i, &g);
+		if (n < 0)
+			return CLI_USAGE;
+		argc = i + n;
+	}
+	if (g.help || g.version) {
+		rc = CLI_OK;
+		if (g.help && i < argc)
+			rc = cli_verb_usage(stdout, argv[i]);
+		else if (g.help)
+			cli_usage(stdout);
+		else
+			printf("fusebox %s\n", FB_VERSION);
+		goto out;
+	}
+	if (i < argc && strcmp(argv[i], "report") == 0) {
+		rc = cli_run(NULL, g.json, argc - i, argv + i);
+		goto out;
+	}
+
+	env = getenv("FUSEBOX_FLEET");
+	if (g.fleet == NULL && g.url == NULL && env != NULL && env[0] != '\0')
+		g.fleet = env;
+	if ((g.fleet != NULL && g.url != NULL) || (g.host != NULL && g.fleet == NULL)) {
+		fprintf(stderr, "fusebox: %s\n",
+			g.host != NULL && g.fleet == NULL ? "--host NAME needs --fleet FILE"
+							  : "--url and --fleet: give one");
+		rc = CLI_USAGE;
+		goto out;
+	}
+	if (g.fleet != NULL && (rc = fleet_load(g.fleet, &fleet, &cause)) != 0) {
+		fprintf(stderr, "fusebox: %s\n", cause);
+		rc = CLI_USAGE;
+		goto out;
+	}
+	if (g.fleet != NULL && g.host == NULL && i >= argc) {
+		fprintf(stderr, "fusebox: the fleet console is not there yet: give a verb "
+				"(status, level, weights, breaker, reviews) or --host NAME\n");
+		rc = CLI_USAGE;
+		goto out;
+	}
+	if (g.fleet != NULL && i >= argc) {
+		/* --host NAME without a verb: the console on that one host. */
+		if ((n = fleet_find(&fleet, g.host)) < 0) {
+			fprintf(stderr, "fusebox: --host: no host named \"%s\" in the fleet\n",
+				g.host);
+			rc = CLI_USAGE;
+			goto out;
+		}
+		g.url = fleet.hosts[n].url;
+		if (fleet.hosts[n].token_file != NULL)
+			g.token_file = fleet.hosts[n].token_file;
+		g.fleet = NULL;
+	}
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = client_token_resolve(token_file, &token, &role, &source, &cause);
+	rc = client_token_resolve(g.token_file, &token, &role, &source, &cause);
 	if (rc != 0) {
 		fprintf(stderr, "fusebox: token (%s): %s\n", source, cause);
 		rc = CLI_FAILED;
 		goto out;
 	}
-	rc = client_init(&cli, url, token, role, &cause);
+	rc = client_init(&cli, g.url, token, role, &cause);
 	if (rc != 0) {
 		fprintf(stderr, "fusebox: %s\n", cause);
 		rc = CLI_USAGE;
 		goto out;
 	}
 	have_client = 1;
-	if (i >= argc)
+	if (g.fleet != NULL)
+		rc = fleet_cli_run(&fleet, token, role, g.host, g.json, argc - i, argv + i);
+	else if (i >= argc)
 		rc = console_run(&cli);
 	else
-		rc = cli_run(&cli, json, argc - i, argv + i);
+		rc = cli_run(&cli, g.json, argc - i, argv + i);
 out:
 	if (have_client)
 		client_free(&cli);
@@ -94,6 +134,14 @@ out:
 		free(token);
 	}
 	free(cause);
+	fleet_free(&fleet);
 	curl_global_cleanup();
+	/* A write error is a failure (> /dev/full); a reader that went away is not. */
+	werr = fflush(stdout) != 0 ? errno : ferror(stdout) ? EIO : 0;
+	if (werr != 0 && werr != EPIPE) {
+		fprintf(stderr, "fusebox: writing the output: %s\n", strerror(werr));
+		if (rc == CLI_OK)
+			rc = CLI_FAILED;
+	}
 	return rc;
 }

@@ -3,7 +3,10 @@
  */
 #include "table.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "fmt.h"
 #include "util.h"
@@ -31,31 +34,43 @@ table_new(int ncols, const char *const *titles, const char *right)
 void
 table_add(struct table *t, const char *const *cells)
 {
-	char fit[CELL_MAX_COLS * 4 + 8];
 	int i;
 
 	if (t->nrows == t->cap) {
 		t->cap = t->cap ? t->cap * 2 : 16;
 		t->cells = xrealloc(t->cells, (size_t)t->cap * (size_t)t->ncols * sizeof *t->cells);
 	}
-	for (i = 0; i < t->ncols; i++) {
-		fmt_fit(fit, sizeof fit, cells[i] ? cells[i] : "", CELL_MAX_COLS, 0);
-		t->cells[t->nrows * t->ncols + i] = xstrdup(fit);
-	}
+	for (i = 0; i < t->ncols; i++)
+		t->cells[t->nrows * t->ncols + i] = xstrdup(cells[i] ? cells[i] : "");
 	t->nrows++;
+}
+
+/* The cell as shown: fitted to cols (INT_MAX: whole), in a fresh string. */
+static char *
+cell_render(const char *s, int cols)
+{
+	size_t n = strlen(s) * 4 + 8; /* a replaced byte may take 3 */
+	char *out = xmalloc(n);
+
+	fmt_fit(out, n, s, cols, 0);
+	return out;
 }
 
 void
 table_print(struct table *t, FILE *fp)
 {
-	int *w = xcalloc((size_t)t->ncols, sizeof *w), r, i, cw, pad;
+	int *w = xcalloc((size_t)t->ncols, sizeof *w), r, i, cw, pad, n = t->nrows * t->ncols;
+	int cols = isatty(fileno(fp)) ? CELL_MAX_COLS : INT_MAX;
+	char **shown = xcalloc((size_t)(n ? n : 1), sizeof *shown);
 
+	for (i = 0; i < n; i++)
+		shown[i] = cell_render(t->cells[i], cols);
 	for (r = 0; r < t->nrows; r++)
 		for (i = 0; i < t->ncols; i++)
-			w[i] = MAX(w[i], fmt_width(t->cells[r * t->ncols + i]));
+			w[i] = MAX(w[i], fmt_width(shown[r * t->ncols + i]));
 	for (r = 0; r < t->nrows; r++) {
 		for (i = 0; i < t->ncols; i++) {
-			const char *cell = t->cells[r * t->ncols + i];
+			const char *cell = shown[r * t->ncols + i];
 			int last = i == t->ncols - 1, right = t->right && t->right[i] == 'r';
 
 			cw = fmt_width(cell);
@@ -69,6 +84,9 @@ table_print(struct table *t, FILE *fp)
 		}
 		fputc('\n', fp);
 	}
+	for (i = 0; i < n; i++)
+		free(shown[i]);
+	free(shown);
 	free(w);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 /*
- * table: a text table for the terminal. Cells are copied and fitted to
- * CELL_MAX_COLS columns; columns are as wide as their widest cell (display
+ * table: a text table for the terminal. Cells are copied; printed to a
+ * terminal each is fitted to CELL_MAX_COLS columns, printed to a pipe or a
+ * file it is whole. Columns are as wide as their widest cell (display
  * width, so CJK text lines up), two spaces apart; the last column is not
  * padded. Used by the CLI verbs and the report. Main thread.
  */

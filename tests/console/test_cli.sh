@@ -308,6 +308,132 @@ OUT=$(cat "$T/out")
 ERR=$(cat "$T/err")
 expect_err unreachable 1 '^fusebox: cannot reach http://127.0.0.1:1'
 
+# --- flags anywhere, --help per verb, write errors, pipes ---
+run status --json
+if [ "$RC" -eq 0 ] && python3 -c 'import json,sys; d=json.load(sys.stdin); assert [r["name"] for r in d["routes"]] == ["intent","ticket"]' <"$T/out"; then
+	ok flags_after_the_verb
+else
+	not_ok flags_after_the_verb "rc $RC: $OUT $ERR"
+fi
+"$FUSEBOX" routes --json --url "$URL" --token-file="$T/op.token" >"$T/out" 2>"$T/err"
+RC=$?
+python3 -c 'import json,sys; json.load(sys.stdin)' <"$T/out" 2>/dev/null && [ "$RC" -eq 0 ] &&
+	ok url_and_token_after_the_verb || not_ok url_and_token_after_the_verb "rc $RC: $(cat "$T/err")"
+run status --help
+if [ "$RC" -eq 0 ] && grep -q '^usage: fusebox .* status' <<<"$OUT" &&
+	grep -q '^  status  ' <<<"$OUT" && ! grep -q '^  events' <<<"$OUT"; then
+	ok verb_help
+else
+	not_ok verb_help "rc $RC: $OUT"
+fi
+run help level
+expect_re verb_help_via_help 0 '^  level ROUTE N --reason R'
+run frobnicate --help
+expect_err verb_help_unknown 2 'unknown verb "frobnicate"'
+# A verb option's value is never taken for a global flag.
+run level ticket 1 --reason --json
+expect_re option_value_kept 0 '^ticket: L1 forced by alice until released: --json$'
+run level ticket auto
+run events -- --json
+expect_err after_double_dash_is_the_verbs 2 'unexpected argument --json'
+# Full cells when stdout is not a terminal (a table cell is cut at 60 on one).
+long="a reason of more than sixty columns, kept whole when the output is piped: end"
+run level ticket 1 --reason "$long"
+run events
+if [ "$RC" -eq 0 ] && grep -qF -- "$long" <<<"$OUT"; then
+	ok table_full_width_when_piped
+else
+	not_ok table_full_width_when_piped "$(tail -3 <<<"$OUT")"
+fi
+run level ticket auto
+"$FUSEBOX" --url "$URL" --token-file "$T/op.token" status >/dev/full 2>"$T/err"
+RC=$?
+ERR=$(cat "$T/err")
+expect_err write_error_fails 1 '^fusebox: writing the output: No space left on device'
+start=$(date +%s%N)
+timeout 10 bash -c '"$1" --url "$2" --token-file "$3" events --follow | head -3 >/dev/null; exit "${PIPESTATUS[0]}"' \
+	_ "$FUSEBOX" "$URL" "$T/op.token"
+RC=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+if [ "$RC" -eq 0 ] && [ "$ms" -lt 3000 ]; then
+	ok follow_ends_with_its_reader
+else
+	not_ok follow_ends_with_its_reader "exit $RC after $ms ms (124: still running at 10 s)"
+fi
+
+# --- reload: exit 1 on the daemon's 400; the refusal is one log line ---
+run reload
+expect reload_ok 0 "configuration reloaded: 3 backends, 2 routes"
+cp "$T/fusebox.json" "$T/fusebox.json.good"
+printf '{"listen": "127.0.0.1:%s", "routes": [{"name": "x", "budget_ms": -5}], "bogus": 1}\n' \
+	"$D_PORT" >"$T/fusebox.json"
+run reload
+expect_err reload_refused 1 '^fusebox: POST /v1/reload: 400 '
+cp "$T/fusebox.json.good" "$T/fusebox.json"
+refused=$(grep 'configuration refused' "$T/d.err")
+if [ "$(grep -c 'configuration refused' "$T/d.err")" -eq 1 ] &&
+	grep -Eq '^20[0-9-]+T[0-9:.]+Z error reload: configuration refused, keeping the running one: .+; .+' <<<"$refused"; then
+	ok reload_refusal_is_one_line
+else
+	not_ok reload_refusal_is_one_line "$refused"
+fi
+if grep -Evq '^20[0-9-]+T[0-9:.]+Z (debug|info|warn|error) [a-z_]+: ' "$T/d.err"; then
+	not_ok log_one_line_per_entry "$(grep -Ev '^20[0-9-]+T[0-9:.]+Z (debug|info|warn|error) [a-z_]+: ' "$T/d.err" | head -3)"
+else
+	ok log_one_line_per_entry
+fi
+
+# --- JSON logs with journald priorities; caller strings escaped ---
+stop_daemon
+python3 - "$T/fusebox.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["log"] = {"level": "debug", "format": "json"}
+json.dump(d, open(p, "w"))
+PY
+: >"$T/d.err"
+JOURNAL_STREAM=$(stat -c '%d:%i' "$T/d.err")
+export JOURNAL_STREAM
+start_daemon
+unset JOURNAL_STREAM
+printf '{"listen": "127.0.0.1:%s", "routes": [{}]}\n' "$D_PORT" >"$T/fusebox.json.bad"
+cp "$T/fusebox.json" "$T/fusebox.json.good"
+cp "$T/fusebox.json.bad" "$T/fusebox.json"
+kill -HUP "$D_PID"
+wait_until 5 grep -q 'configuration refused' "$T/d.err"
+cp "$T/fusebox.json.good" "$T/fusebox.json"
+forged=$(printf 'http://127.0.0.1:1/cb\r\n2026-01-01T00:00:00.000Z error main: FORGED\033[31m')
+body=$(python3 -c 'import json,sys; print(json.dumps({"input": "refund", "mode": "async", "callback_url": sys.argv[1]}))' "$forged")
+api POST /v1/routes/intent/call "$body" >/dev/null
+accepted=$(status)
+[ "$accepted" = 202 ] && wait_until 10 grep -q 'FORGED' "$T/d.err"
+if python3 - "$T/d.err" "$accepted" <<'PY'; then
+import json, re, sys
+lines = open(sys.argv[1], "rb").read().split(b"\n")
+assert lines[-1] == b"", "no final newline"
+prio = {"debug": 7, "info": 6, "warn": 4, "error": 3}
+seen = set()
+for raw in lines[:-1]:
+    assert not re.search(rb"[\x00-\x1f\x7f]", raw), "raw control byte: %r" % raw
+    m = re.match(rb"<([0-7])>(\{.*\})$", raw)
+    assert m, "not <N>{json}: %r" % raw
+    o = json.loads(m.group(2))
+    assert set(o) >= {"time", "level", "module", "msg"}, o
+    assert int(m.group(1)) == prio[o["level"]], raw
+    seen.add((o["level"], o["module"]))
+    if "FORGED" in o["msg"]:
+        assert "\\x0d\\x0a2026-01-01T00:00:00.000Z error main: FORGED\\x1b[31m" in o["msg"], o["msg"]
+        seen.add("forged")
+assert ("error", "reload") in seen and ("info", "main") in seen, seen
+if sys.argv[2] == "202":
+    assert "forged" in seen, "the callback URL never reached a log line"
+PY
+	ok json_logs_journal_priorities_escaped
+else
+	not_ok json_logs_journal_priorities_escaped "$(head -c 2000 "$T/d.err")"
+fi
+
 # --- offline report, daemon stopped ---
 stop_daemon
 calls=$(db "SELECT count(*) FROM calls WHERE route = 'intent'")
