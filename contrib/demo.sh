@@ -255,6 +255,55 @@ mock_pid=
 db=$run/var/fusebox.db
 [ -f "$db" ] || die "no database at $db"
 
+# The story of the run in at most 80 columns a line: breakers opening and
+# closing (not every probe), level changes, what the review queue got, and
+# where each route ended.
+story() {
+	echo "== what happened"
+	sqlite3 -batch -noheader "$db" "
+		WITH e(id, at, kind, subject, tr, why) AS (
+			SELECT id, at, kind, subject,
+				CASE WHEN instr(detail, ' (') > 0
+				     THEN substr(detail, 1, instr(detail, ' (') - 1) ELSE detail END,
+				CASE WHEN instr(detail, ' (') > 0
+				     THEN substr(detail, instr(detail, ' (') + 2) ELSE '' END
+			FROM events
+			WHERE (kind = 'breaker' AND detail NOT LIKE '%-> half_open%'
+			       AND detail NOT LIKE 'half_open -> open%') OR kind = 'level'),
+		r(id, at, kind, subject, tr, why) AS (
+			SELECT id, at, kind, subject, tr,
+				replace(replace(replace(rtrim(replace(why, '; actor escalation', ''), ')'),
+					' consecutive failures (', 'x '), ' consecutive ', 'x '),
+					' over ', ' of ')
+			FROM e),
+		l(id, line) AS (
+			SELECT id, printf('t+%3ds %s %s%s', (at - $t0_ms) / 1000, subject,
+				CASE WHEN kind = 'breaker' AND tr LIKE '%-> open' THEN 'opened'
+				     WHEN kind = 'breaker' AND tr LIKE '%-> closed' THEN 'closed'
+				     WHEN kind = 'level' AND tr LIKE 'auto % -> %'
+				     THEN 'L' || substr(tr, 6, 1) || ' -> L' || substr(tr, 11, 1)
+				     ELSE tr END,
+				CASE WHEN why = '' THEN '' ELSE ': ' || why END)
+			FROM r)
+		SELECT CASE WHEN length(line) > 80 THEN substr(line, 1, 79) || '~' ELSE line END
+		FROM l ORDER BY id;"
+	sqlite3 -batch -noheader "$db" "
+		SELECT substr(printf('reviews: %d queued (%s); %d decided', count(*),
+			(SELECT group_concat(n || ' ' || reason, ', ') FROM (SELECT reason, count(*) AS n
+			 FROM reviews GROUP BY reason ORDER BY n DESC)),
+			sum(state NOT IN ('pending', 'claimed'))), 1, 80) FROM reviews;"
+	sqlite3 -batch -noheader "$db" "
+		SELECT substr('ended: ' || group_concat(route || ' ' || coalesce((SELECT CASE
+			WHEN e.detail LIKE '%-> forced L%' THEN 'forced L' || substr(e.detail,
+				instr(e.detail, '-> forced L') + 11, 1)
+			WHEN e.detail LIKE '%-> auto L%' THEN 'L' || substr(e.detail,
+				instr(e.detail, '-> auto L') + 9, 1)
+			ELSE 'L' || substr(e.detail, instr(e.detail, '-> ') + 3, 1) END
+			FROM events e WHERE e.kind = 'level' AND e.subject = r.route
+			ORDER BY e.id DESC LIMIT 1), 'L0'), ', '), 1, 80)
+		FROM (SELECT DISTINCT route FROM calls ORDER BY route) r;"
+}
+
 echo
 echo "== traffic (client side)"
 cat "$run/traffic.txt"
@@ -309,5 +358,7 @@ sqlite3 -batch "$db" "
 		(SELECT count(*) FROM events WHERE kind = 'level'),
 		(SELECT count(*) FROM events WHERE kind = 'alert'),
 		(SELECT count(*) FROM reviews WHERE state IN ('pending', 'claimed')));"
+echo
+story
 echo
 log "run directory kept: $run (sqlite3 $db)"

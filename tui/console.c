@@ -42,8 +42,16 @@
 
 #define REQUEST_TIMEOUT_MS 800
 #define EVENTS_KEPT	   2000
-#define MSG_TTL_MS	   30000
+#define MSG_TTL_MS	   8000
+#define MSG_ERR_TTL_MS	   15000
+#define RESTART_SHOWN_MS   (10 * 60000)
+#define AUDIT_KEPT	   2000
 #define COALESCE_MS	   15
+/*
+ * Polled on every screen: causes read the events, sparklines the history,
+ * and a key pressed on the Reviews screen at once finds the queue loaded.
+ */
+#define WANT_ALWAYS (FETCH_BIT(FETCH_EVENTS) | FETCH_BIT(FETCH_HISTORY) | FETCH_BIT(FETCH_REVIEWS))
 
 static const struct screen *const screens[SCR__COUNT] = {
 	[SCR_OVERVIEW] = &screen_overview, [SCR_BREAKERS] = &screen_breakers,
@@ -57,8 +65,8 @@ static const char *const global_help[] = {
 	"PgUp PgDn g G     page, first, last",
 	"/                 filter the list (Enter keeps, Esc clears)",
 	"Esc               back / clear filter / clear message",
-	"?                 this help",
-	"q                 quit",
+	"?                 this help (the next key closes it and acts)",
+	"q                 quit (warns first while overrides without TTL remain)",
 	NULL,
 };
 
@@ -68,7 +76,7 @@ show(struct console *c, int i)
 {
 	c->screen = i;
 	c->filtering = 0;
-	fetch_want(c->fetch, screens[i]->want);
+	fetch_want(c->fetch, screens[i]->want | WANT_ALWAYS);
 	fetch_kick(c->fetch);
 }
 
@@ -140,6 +148,51 @@ push_history(struct console *c)
 	}
 }
 
+/*
+ * The daemon restarted when its uptime went back (or it started at another
+ * time): say so, and what the old process had that the new one has not
+ * (automatic levels and breaker states live in memory; forced levels,
+ * weights and breakers are restored from the database).
+ */
+static void
+check_restart(struct console *c, const struct state_v *old, const struct state_v *now)
+{
+	char lost[400] = "", item[128], when[32];
+	size_t n;
+	int i;
+
+	if (old == NULL || now->uptime_s < 0 || old->uptime_s < 0)
+		return;
+	if (now->uptime_s >= old->uptime_s && (old->started_at == 0 || now->started_at == 0 ||
+					       llabs(now->started_at - old->started_at) < 2000))
+		return;
+	for (i = 0; i < old->nroutes; i++) {
+		const struct route_v *o = &old->routes[i], *r = state_route(now, o->name);
+
+		item[0] = '\0';
+		if (o->forced && (r == NULL || !r->forced))
+			snprintf(item, sizeof item, "%s forced L%d", o->name, o->forced_lvl);
+		else if (o->auto_level > 0 && (r == NULL || r->auto_level < o->auto_level))
+			snprintf(item, sizeof item, "%s auto L%d", o->name, o->auto_level);
+		if (item[0] && (n = strlen(lost)) + strlen(item) + 3 < sizeof lost)
+			snprintf(lost + n, sizeof lost - n, "%s%s", n ? ", " : "", item);
+	}
+	for (i = 0; i < old->nbackends; i++) {
+		const struct backend_v *o = &old->backends[i], *b = state_backend(now, o->name);
+
+		if (o->st == BS_CLOSED || (b != NULL && b->st == o->st))
+			continue;
+		snprintf(item, sizeof item, "%s %s", o->name, breaker_words(o->st, o->state));
+		if ((n = strlen(lost)) + strlen(item) + 3 < sizeof lost)
+			snprintf(lost + n, sizeof lost - n, "%s%s", n ? ", " : "", item);
+	}
+	c->restart_at = clock_wall_ms();
+	fmt_clock(when, sizeof when, c->restart_at, c->restart_at);
+	console_msg(c, 1, "fuseboxd restarted (uptime went back) at %s: %s%s", when,
+		    lost[0] ? "did not survive: " : "nothing lost: levels and breakers as before",
+		    lost);
+}
+
 static void
 merge(struct console *c, struct fetch_result *r)
 {
@@ -168,6 +221,7 @@ merge(struct console *c, struct fetch_result *r)
 		return;
 	switch (r->kind) {
 	case FETCH_STATE:
+		check_restart(c, c->state, r->state);
 		state_free(c->state);
 		c->state = r->state;
 		r->state = NULL;
@@ -190,6 +244,14 @@ merge(struct console *c, struct fetch_result *r)
 		break;
 	case FETCH_EVENTS:
 		event_ring_push(&c->events, r->events);
+		break;
+	case FETCH_HISTORY:
+		slo_hist_free(c->hist_d);
+		c->hist_d = r->hist;
+		r->hist = NULL;
+		break;
+	case FETCH_AUDIT:
+		audit_list_push(&c->audit, r->audit, AUDIT_KEPT);
 		break;
 	default:
 		break;
@@ -225,6 +287,7 @@ draw_status(struct console *c)
 	char up[32], down[32], line[512];
 	const char *err = console_ep_error(c, FETCH_STATE);
 	const char *role = c->cli->role >= 0 ? role_name((enum role)c->cli->role) : NULL;
+	int x, restarted;
 
 	if (!c->connected && c->ep[FETCH_STATE].seen) {
 		fmt_duration(down, sizeof down, c->now_mono - c->down_since, 0);
@@ -242,18 +305,52 @@ draw_status(struct console *c)
 		return;
 	}
 	fmt_duration(up, sizeof up, s->uptime_s * 1000, 0);
-	snprintf(line, sizeof line,
-		 " connected  fuseboxd %s  up %s  inflight %d  routes %d  backends %d%s%s%s",
-		 s->version, up, s->inflight, s->nroutes, s->nbackends, role ? "  [" : "",
-		 role ? role : "", role ? "]" : "");
+	restarted = c->restart_at > 0 && c->now_wall - c->restart_at < RESTART_SHOWN_MS;
+	/* Flagged, the restart takes the place of the route and backend counts. */
+	if (restarted)
+		snprintf(line, sizeof line, " connected  fuseboxd %s  up %s  inflight %d%s%s%s",
+			 s->version, up, s->inflight, role ? "  [" : "", role ? role : "",
+			 role ? "]" : "");
+	else
+		snprintf(
+			line, sizeof line,
+			" connected  fuseboxd %s  up %s  inflight %d  routes %d  backends %d%s%s%s",
+			s->version, up, s->inflight, s->nroutes, s->nbackends, role ? "  [" : "",
+			role ? role : "", role ? "]" : "");
 	ui_put(1, 0, COLS, C_STATUS, line, FMT_PAD);
+	if (restarted) {
+		char when[32], flag[64];
+		int w;
+
+		fmt_clock(when, sizeof when, c->restart_at, c->now_wall);
+		snprintf(flag, sizeof flag, " RESTARTED %s ", when);
+		w = fmt_width(flag);
+		x = MIN(fmt_width(line) + 1, COLS - w);
+		ui_put(1, MAX(x, 0), w, C_STATUS_BAD, flag, 0);
+	}
+}
+
+/* Rows the message takes above the footer: 0 (none, or expired), 1 or 2. */
+static int
+msg_rows(struct console *c)
+{
+	if (!c->msg[0])
+		return 0;
+	if (c->now_mono - c->msg_at >= (c->msg_err ? MSG_ERR_TTL_MS : MSG_TTL_MS)) {
+		c->msg[0] = '\0';
+		return 0;
+	}
+	if (LINES < 8)
+		return 0;
+	return fmt_width(c->msg) > COLS ? 2 : 1;
 }
 
 static void
 draw_footer(struct console *c, int *cy, int *cx)
 {
 	const struct screen *sc = screens[c->screen];
-	int y = LINES - 1, x;
+	const char *tail = "  ? help  q quit";
+	int y = LINES - 1, x, end;
 	int viewer = c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER;
 
 	if (c->filtering) {
@@ -262,31 +359,30 @@ draw_footer(struct console *c, int *cy, int *cx)
 		*cy = y;
 		return;
 	}
-	if (c->msg[0] && c->now_mono - c->msg_at < MSG_TTL_MS) {
+	if (msg_rows(c) > 0) {
 		const char *p = c->msg;
 		char first[1024];
 		enum colour col = c->msg_err ? C_MSG_ERR : C_MSG_OK;
 
-		/* A long answer (a daemon's 400 message) takes the row above too. */
-		if (fmt_width(c->msg) > COLS && LINES > 4 &&
-		    fmt_wrap(&p, COLS, first, sizeof first)) {
-			ui_put(y - 1, 0, COLS, col, first, FMT_PAD);
-			ui_put(y, 0, COLS, col, p, FMT_PAD);
+		/* Its own line above the hints; a long answer takes the row above too. */
+		if (msg_rows(c) == 2 && fmt_wrap(&p, COLS, first, sizeof first)) {
+			ui_put(y - 2, 0, COLS, col, first, FMT_PAD);
+			ui_put(y - 1, 0, COLS, col, p, FMT_PAD);
 		} else {
-			ui_put(y, 0, COLS, col, c->msg, FMT_PAD);
+			ui_put(y - 1, 0, COLS, col, c->msg, FMT_PAD);
 		}
-		return;
 	}
-	c->msg[0] = '\0';
+	/* "? help  q quit" always shows; the screen's hints take the rest. */
+	end = MAX(COLS - fmt_width(tail), 0);
 	x = 0;
 	if (c->filter[c->screen][0])
-		x += ui_printf(y, x, COLS - x, C_ACCENT, 0, "[/%s] ", c->filter[c->screen]);
-	x += ui_put(y, x, COLS - x, C_NORMAL, sc->hints ? sc->hints : "", 0);
+		x += ui_printf(y, x, end - x, C_ACCENT, 0, "[/%s] ", c->filter[c->screen]);
+	x += ui_put(y, x, end - x, C_NORMAL, sc->hints ? sc->hints : "", 0);
 	if (sc->op_hints && !viewer)
-		x += ui_printf(y, x, COLS - x, C_NORMAL, 0, "  %s", sc->op_hints);
+		x += ui_printf(y, x, end - x, C_NORMAL, 0, "  %s", sc->op_hints);
 	if (viewer)
-		x += ui_put(y, x, COLS - x, C_DIM, "  (read-only token)", 0);
-	ui_put(y, x, COLS - x, C_NORMAL, "  ? help  q quit", 0);
+		x += ui_put(y, x, end - x, C_DIM, "  (read-only token)", 0);
+	ui_put(y, x, COLS - x, C_NORMAL, tail, 0);
 }
 
 static void
@@ -302,7 +398,7 @@ draw(struct console *c)
 	draw_status(c);
 	if (LINES > 3) {
 		ui_grey(!c->connected && c->ep[FETCH_STATE].seen);
-		screens[c->screen]->draw(c, 2, LINES - 3, COLS);
+		screens[c->screen]->draw(c, 2, LINES - 3 - msg_rows(c), COLS);
 		ui_grey(0);
 	}
 	draw_footer(c, &cy, &cx);
@@ -327,6 +423,46 @@ draw(struct console *c)
 	}
 	wnoutrefresh(stdscr);
 	doupdate();
+}
+
+/*
+ * q: quit, unless overrides without an end stay in force after the
+ * operator leaves (a forced level without TTL, a forced breaker): then say
+ * which, and quit on the second q.
+ */
+static void
+quit_key(struct console *c)
+{
+	char left[400] = "", item[128];
+	size_t n;
+	int i;
+
+	for (i = 0; c->state != NULL && i < c->state->nroutes; i++) {
+		const struct route_v *r = &c->state->routes[i];
+
+		if (!r->forced || r->forced_until > 0)
+			continue;
+		snprintf(item, sizeof item, "%s L%d forced, no TTL", r->name, r->forced_lvl);
+		if ((n = strlen(left)) + strlen(item) + 3 < sizeof left)
+			snprintf(left + n, sizeof left - n, "%s%s", n ? ", " : "", item);
+	}
+	for (i = 0; c->state != NULL && i < c->state->nbackends; i++) {
+		const struct backend_v *b = &c->state->backends[i];
+
+		if (b->st != BS_FORCED_OPEN && b->st != BS_FORCED_CLOSED)
+			continue;
+		snprintf(item, sizeof item, "breaker %s %s", b->name,
+			 breaker_words(b->st, b->state));
+		if ((n = strlen(left)) + strlen(item) + 3 < sizeof left)
+			snprintf(left + n, sizeof left - n, "%s%s", n ? ", " : "", item);
+	}
+	if (!left[0] || c->quit_asked) {
+		c->quit = 1;
+		return;
+	}
+	c->quit_asked = 1;
+	console_msg(c, 1, "still in force after you leave: %s. q again quits, any other key stays",
+		    left);
 }
 
 static void
@@ -356,9 +492,13 @@ key(struct console *c, int k)
 		return;
 	}
 	if (c->help) {
+		/* Help is a panel, not a trap: the key that closes it also acts. */
 		c->help = 0;
-		return;
+		if (k == K_ESC || k == '?' || k == FK(KEY_F(1)))
+			return;
 	}
+	if (k != 'q' && k != 'Q')
+		c->quit_asked = 0;
 	if (c->filtering) {
 		if (k == K_ESC) {
 			c->filter[c->screen][0] = '\0';
@@ -379,7 +519,7 @@ key(struct console *c, int k)
 	switch (k) {
 	case 'q':
 	case 'Q':
-		c->quit = 1;
+		quit_key(c);
 		break;
 	case '?':
 	case FK(KEY_F(1)):
@@ -441,6 +581,18 @@ read_key(int *k)
 	return 1;
 }
 
+/* A terminal the console cannot draw on: say so, and what works there. */
+static void
+refuse_terminal(const char *term)
+{
+	fprintf(stderr,
+		"fusebox: the console needs a terminal that can move the cursor (TERM=%s has no "
+		"terminfo entry with one).\n"
+		"The CLI works anywhere: fusebox status, fusebox routes, fusebox breakers, "
+		"fusebox reviews, fusebox events (fusebox --help).\n",
+		term && term[0] ? term : "<unset>");
+}
+
 int
 console_run(struct client *cli)
 {
@@ -450,7 +602,8 @@ console_run(struct client *cli)
 	struct sigaction sa;
 	SCREEN *scr = NULL;
 	char *cause = NULL;
-	const char *nc = getenv("NO_COLOR");
+	const char *nc = getenv("NO_COLOR"), *term;
+	char *cup;
 	int rc = 0, i, k, wait_ms;
 
 	memset(&c, 0, sizeof c);
@@ -460,6 +613,11 @@ console_run(struct client *cli)
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		fprintf(stderr,
 			"fusebox: the console needs a terminal (or give a verb; see --help)\n");
+		return 1;
+	}
+	term = getenv("TERM");
+	if (term == NULL || term[0] == '\0' || strcmp(term, "dumb") == 0) {
+		refuse_terminal(term);
 		return 1;
 	}
 	c.utf8 = fmt_locale_utf8();
@@ -474,8 +632,15 @@ console_run(struct client *cli)
 	/* newterm, not initscr: an unknown TERM is an error message, not an exit. */
 	scr = newterm(NULL, stdout, stdin);
 	if (scr == NULL) {
-		fprintf(stderr, "fusebox: cannot use the terminal (TERM=%s)\n",
-			getenv("TERM") ? getenv("TERM") : "");
+		refuse_terminal(term);
+		rc = 1;
+		goto out;
+	}
+	cup = tigetstr("cup");
+	if (cup == NULL || cup == (char *)-1) {
+		endwin();
+		delscreen(scr);
+		refuse_terminal(term);
 		rc = 1;
 		goto out;
 	}
@@ -542,5 +707,7 @@ out:
 	reviews_free(c.reviews);
 	event_ring_free(&c.events);
 	history_free(&c.hist);
+	slo_hist_free(c.hist_d);
+	audit_list_free(&c.audit);
 	return rc;
 }

@@ -55,11 +55,14 @@ struct console {
 	struct slo_v *slo;
 	struct alerts_v *alerts;
 	struct reviews_v *reviews;
-	struct event_ring events;
+	struct event_ring events; /* polled on every screen: causes read it */
 	struct history hist;
+	struct slo_hist_v *hist_d; /* the daemon's per-minute history (NULL: none yet) */
+	struct audit_list audit;
 	struct endpoint_status ep[FETCH__COUNT];
 	int connected;	    /* the last /v1/state poll got an HTTP answer */
 	int64_t down_since; /* monotonic ms when it went away */
+	int64_t restart_at; /* wall ms when the daemon was seen restarting (uptime went back) */
 
 	/* UI */
 	char filter[SCR__COUNT][128];
@@ -67,7 +70,8 @@ struct console {
 	struct field filter_field;
 	struct form form;
 	struct form sent; /* the form whose change is on its way */
-	int help;
+	int help;	  /* the help box is up; the next key closes it and still acts */
+	int quit_asked;	  /* q warned about overrides left in force; q again quits */
 	char msg[512];
 	int msg_err;
 	int64_t msg_at;
@@ -93,7 +97,10 @@ struct console {
  * viewer's (or caller's), after putting up a message that says so.
  */
 int console_can_operate(struct console *c);
-/* Footer message (shown until replaced, Esc, or 30 s). */
+/*
+ * A message on its own line above the key hints (until replaced, Esc, or
+ * a few seconds: 8 s, an error 15 s).
+ */
 void console_msg(struct console *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /*

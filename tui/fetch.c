@@ -65,6 +65,8 @@ struct fetch {
 	int busy[FETCH__COUNT];
 	int64_t next_tick;
 	int64_t events_after;
+	int64_t audit_after;
+	int64_t history_next; /* monotonic ms of the next history poll */
 };
 
 static const char *const poll_paths[] = {
@@ -72,6 +74,8 @@ static const char *const poll_paths[] = {
 	[FETCH_SLO] = "/v1/slo",
 	[FETCH_ALERTS] = "/v1/alerts",
 	[FETCH_REVIEWS] = "/v1/reviews?limit=200",
+	[FETCH_HISTORY] = "/v1/slo/history?minutes=60",
+	[FETCH_AUDIT] = "/v1/audit",
 };
 
 void
@@ -86,6 +90,8 @@ fetch_result_free(struct fetch_result *r)
 	alerts_free(r->alerts);
 	reviews_free(r->reviews);
 	events_free(r->events);
+	slo_hist_free(r->hist);
+	audits_free(r->audit);
 	free(r);
 }
 
@@ -157,15 +163,25 @@ xfer_drop(struct fetch *f, struct xfer *t)
 }
 
 static void
-start_polls(struct fetch *f, unsigned want)
+start_polls(struct fetch *f, unsigned want, int kick)
 {
 	char path[96];
+	int64_t now = clock_mono_ms();
 	int k;
 
 	for (k = 0; k < FETCH_ACTION; k++) {
 		if (!(want & FETCH_BIT(k)) || f->busy[k])
 			continue;
-		if (k == FETCH_EVENTS) {
+		if (k == FETCH_HISTORY) {
+			if (!kick && now < f->history_next)
+				continue;
+			f->history_next = now + FETCH_HISTORY_MS;
+		}
+		if (k == FETCH_AUDIT) {
+			snprintf(path, sizeof path, "/v1/audit?after=%lld&limit=%d",
+				 (long long)f->audit_after, FETCH_EVENTS_PAGE);
+			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL);
+		} else if (k == FETCH_EVENTS) {
 			snprintf(path, sizeof path, "/v1/events?after=%lld&limit=%d",
 				 (long long)f->events_after, FETCH_EVENTS_PAGE);
 			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL);
@@ -205,6 +221,22 @@ parse_answer(struct fetch *f, struct fetch_result *r, const char *body, size_t l
 				f->events_after = r->events->v[i].id;
 		/* A full page: more are waiting, fetch them without waiting a tick. */
 		if (r->events->n >= FETCH_EVENTS_PAGE) {
+			pthread_mutex_lock(&f->mu);
+			f->kick = 1;
+			pthread_mutex_unlock(&f->mu);
+		}
+		break;
+	case FETCH_HISTORY:
+		rc = model_parse_history(body, len, &r->hist, &cause);
+		break;
+	case FETCH_AUDIT:
+		rc = model_parse_audit(body, len, &r->audit, &cause);
+		if (rc != 0)
+			break;
+		for (i = 0; i < r->audit->n; i++)
+			if (r->audit->v[i].id > f->audit_after)
+				f->audit_after = r->audit->v[i].id;
+		if (r->audit->n >= FETCH_EVENTS_PAGE) {
 			pthread_mutex_lock(&f->mu);
 			f->kick = 1;
 			pthread_mutex_unlock(&f->mu);
@@ -276,7 +308,7 @@ worker(void *arg)
 
 		now = clock_mono_ms();
 		if (kick || now >= f->next_tick) {
-			start_polls(f, want);
+			start_polls(f, want, kick);
 			if (now >= f->next_tick) {
 				f->next_tick += TICK_MS;
 				if (f->next_tick <= now)

@@ -24,12 +24,15 @@ enum fetch_kind {
 	FETCH_ALERTS,
 	FETCH_REVIEWS,
 	FETCH_EVENTS,
+	FETCH_HISTORY, /* /v1/slo/history: every HISTORY_EVERY_MS, not every tick */
+	FETCH_AUDIT,
 	FETCH_ACTION,
 	FETCH__COUNT
 };
 #define FETCH_BIT(k) (1u << (k))
 
-#define FETCH_EVENTS_PAGE 500 /* events asked for per request */
+#define FETCH_EVENTS_PAGE 500 /* events (and audit rows) asked for per request */
+#define FETCH_HISTORY_MS  5000
 
 struct fetch_result {
 	struct fetch_result *next;
@@ -46,6 +49,8 @@ struct fetch_result {
 	struct alerts_v *alerts;
 	struct reviews_v *reviews;
 	struct events_v *events;
+	struct slo_hist_v *hist;
+	struct audits_v *audit;
 };
 
 struct fetch;

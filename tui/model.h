@@ -267,3 +267,123 @@ int weights_step(const int *cur, int n, int idx, int dir, int *out);
 
 /* Case-insensitive substring match of needle in any of the strings (NULL-terminated list). */
 int filter_match(const char *needle, const char *const *fields);
+
+/*
+ * GET /v1/slo/history (docs/CONSOLE.md): per route one slot per minute,
+ * oldest first, the last the minute now running (NAN: no calls); per
+ * backend the outcomes of its attempts over the last 5 minutes. Parsed
+ * in model_hist.c.
+ */
+#define HIST_MINUTES  60
+#define HIST_OUTCOMES 16
+
+struct hist_route_v {
+	char route[MODEL_NAME_MAX];
+	float calls[HIST_MINUTES];
+	float degraded[HIST_MINUTES];
+	float service[HIST_MINUTES];
+	float smart[HIST_MINUTES];
+	float p99_ms[HIST_MINUTES];
+};
+
+struct outcome_v {
+	char name[32];
+	int64_t n;
+};
+
+struct hist_backend_v {
+	char backend[MODEL_NAME_MAX];
+	struct outcome_v o[HIST_OUTCOMES]; /* most first */
+	int n;
+	int64_t total;
+};
+
+struct slo_hist_v {
+	int64_t from; /* epoch ms of the first slot's minute */
+	int minutes;  /* slots filled, <= HIST_MINUTES */
+	struct hist_route_v *routes;
+	int nroutes;
+	struct hist_backend_v *backends;
+	int nbackends;
+};
+
+int model_parse_history(const char *json, size_t len, struct slo_hist_v **out, char **cause);
+void slo_hist_free(struct slo_hist_v *h);
+const struct hist_route_v *slo_hist_route(const struct slo_hist_v *h, const char *route);
+const struct hist_backend_v *slo_hist_backend(const struct slo_hist_v *h, const char *backend);
+/*
+ * An outcome breakdown in words, most first, in at most outsz bytes:
+ * "ok 40  first_byte_timeout 3  http_5xx 2". "" when there is none.
+ */
+void hist_outcomes_text(const struct hist_backend_v *b, char *out, size_t outsz);
+
+/* GET /v1/audit (API.md "Fleet"): who changed what. */
+struct audit_v {
+	int64_t id;
+	int64_t at;
+	char actor[MODEL_NAME_MAX];
+	char action[MODEL_NAME_MAX];
+	char target[MODEL_NAME_MAX];
+	char remote[64];
+	char *before; /* compact JSON text, or NULL */
+	char *after;
+};
+
+struct audits_v {
+	struct audit_v *v;
+	int n;
+};
+
+int model_parse_audit(const char *json, size_t len, struct audits_v **out, char **cause);
+void audits_free(struct audits_v *a);
+/*
+ * The audit rows the console keeps: at most cap, oldest dropped; push()
+ * takes over the texts of a (leaving them NULL) and skips ids <= last_id.
+ */
+struct audit_list {
+	struct audit_v *v;
+	int n;
+	int cap;
+	int64_t last_id;
+};
+
+void audit_list_push(struct audit_list *l, struct audits_v *a, int cap);
+void audit_list_free(struct audit_list *l);
+
+/*
+ * Causes (model_cause.c), pure. cause_short() turns the daemon's breaker
+ * reasons into a few words: "3 consecutive failures (first_byte_timeout)"
+ * -> "3x first_byte_timeout" ("3×" when utf8), "failure rate 0.53 >= 0.50
+ * over 20 calls" -> "failures 53% of 20 calls"; other text is kept.
+ */
+void cause_short(const char *reason, int utf8, char *out, size_t outsz);
+/*
+ * Why backend b's breaker is not closed: the reason of its first opening
+ * since it last closed (from the event ring, else its last transition);
+ * *at gets when (0: unknown). Returns 0 and "" when it is closed.
+ */
+int cause_breaker(const struct event_ring *ev, const struct backend_v *b, char *out, size_t outsz,
+		  int64_t *at);
+/*
+ * The window as the breaker saw it when it opened, read from the opening
+ * cause: failures and calls (-1 when the cause does not say).
+ */
+void cause_window(const char *reason, int *failures, int *calls);
+/*
+ * The newest automatic level change of route in the ring: when (0: none)
+ * and the escalation's reason ("error rate 0.60 >= 0.50 over 10 calls in
+ * 10 s") into out.
+ */
+int64_t cause_auto_level(const struct event_ring *ev, const char *route, char *out, size_t outsz);
+/*
+ * The cause line of route r, or 0 and "" when nothing is degraded: for a
+ * level above L0 (not forced) "L2 auto since 14:02:40: ", then every
+ * target whose breaker is not closed with its cause ("primary-v2 OPEN (3x
+ * first_byte_timeout)"), "no model target admits calls" when none of
+ * them does, else the escalation's reason; then "smart 84.2% < 95.0% 5m"
+ * when smart availability is below its objective. clock_text formats a
+ * wall time (the console's local clock); sr may be NULL.
+ */
+int cause_route(const struct state_v *s, const struct event_ring *ev, const struct slo_route_v *sr,
+		const struct route_v *r, int utf8, void (*clock_text)(char *, size_t, int64_t),
+		char *out, size_t outsz);

@@ -6,8 +6,10 @@
  * slo_minutes rows (an older daemon, or counters not flushed yet) it is
  * derived from the calls table with the same definitions: total = calls
  * except caller errors (4xx), service_good = 200/202 within budget,
- * smart_good = 200 answered by llm or backup (validation passed). The
- * report says which source it used.
+ * smart_good = 200 answered by llm or backup (validation passed). Smart
+ * availability divides by the calls whose caller asked for a model (the
+ * total less allow_llm: false calls, slo_minutes.no_llm). The report
+ * says which source it used.
  *
  * The DB is opened read-only through store_reader (db/store.h); nothing is
  * written, so a live daemon is not disturbed and a stopped one is fine.
@@ -35,6 +37,7 @@
 struct avail_row {
 	char route[128];
 	int64_t total, service_good, smart_good;
+	int64_t no_llm; /* calls whose caller did not ask for a model: not in smart's total */
 };
 
 struct report {
@@ -67,6 +70,7 @@ on_avail(void *arg, sqlite3_stmt *row)
 	a->total = sqlite3_column_int64(row, 1);
 	a->service_good = sqlite3_column_int64(row, 2);
 	a->smart_good = sqlite3_column_int64(row, 3);
+	a->no_llm = sqlite3_column_int64(row, 4);
 	return 0;
 }
 
@@ -106,7 +110,7 @@ ratio(int64_t good, int64_t total)
 }
 
 static void
-add_avail_json(cJSON *arr, const char *route, int64_t total, int64_t sg, int64_t mg)
+add_avail_json(cJSON *arr, const char *route, int64_t total, int64_t sg, int64_t mg, int64_t no_llm)
 {
 	cJSON *o = cJSON_CreateObject();
 
@@ -114,13 +118,15 @@ add_avail_json(cJSON *arr, const char *route, int64_t total, int64_t sg, int64_t
 	cJSON_AddNumberToObject(o, "total", (double)total);
 	cJSON_AddNumberToObject(o, "service_good", (double)sg);
 	cJSON_AddNumberToObject(o, "smart_good", (double)mg);
-	if (total > 0) {
+	cJSON_AddNumberToObject(o, "smart_total", (double)(total - no_llm));
+	if (total > 0)
 		cJSON_AddNumberToObject(o, "service_availability", ratio(sg, total));
-		cJSON_AddNumberToObject(o, "smart_availability", ratio(mg, total));
-	} else {
+	else
 		cJSON_AddNullToObject(o, "service_availability");
+	if (total - no_llm > 0)
+		cJSON_AddNumberToObject(o, "smart_availability", ratio(mg, total - no_llm));
+	else
 		cJSON_AddNullToObject(o, "smart_availability");
-	}
 	cJSON_AddItemToArray(arr, o);
 }
 
@@ -128,7 +134,7 @@ static void
 print_json(const struct report *rp, const char *db, const char *since, const char *source)
 {
 	cJSON *o = cJSON_CreateObject(), *av, *arr;
-	int64_t t = 0, s = 0, m = 0;
+	int64_t t = 0, s = 0, m = 0, n = 0;
 	char *text;
 	int i;
 
@@ -140,13 +146,14 @@ print_json(const struct report *rp, const char *db, const char *since, const cha
 	for (i = 0; i < rp->navail; i++) {
 		const struct avail_row *a = &rp->avail[i];
 
-		add_avail_json(arr, a->route, a->total, a->service_good, a->smart_good);
+		add_avail_json(arr, a->route, a->total, a->service_good, a->smart_good, a->no_llm);
 		t += a->total;
 		s += a->service_good;
 		m += a->smart_good;
+		n += a->no_llm;
 	}
 	arr = cJSON_AddArrayToObject(av, "all");
-	add_avail_json(arr, "all", t, s, m);
+	add_avail_json(arr, "all", t, s, m, n);
 	cJSON_AddItemReferenceToObject(o, "degradations", rp->degr);
 	cJSON_AddItemReferenceToObject(o, "validation_failures", rp->fails);
 	text = cJSON_Print(o);
@@ -165,7 +172,7 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 	struct table *t;
 	const cJSON *it;
 	char n1[32], n2[32], n3[32], p1[16], p2[16];
-	int64_t tt = 0, ts = 0, tm = 0;
+	int64_t tt = 0, ts = 0, tm = 0, tn = 0;
 	int i;
 
 	printf("fusebox report: %s since %s (%s)\n\n", db, since, since_arg);
@@ -177,18 +184,19 @@ print_human(const struct report *rp, const char *db, const char *since, const ch
 
 		snprintf(n1, sizeof n1, "%lld", (long long)a->total);
 		fmt_pct(p1, sizeof p1, ratio(a->service_good, a->total), 2);
-		fmt_pct(p2, sizeof p2, ratio(a->smart_good, a->total), 2);
+		fmt_pct(p2, sizeof p2, ratio(a->smart_good, a->total - a->no_llm), 2);
 		table_add(t, cells);
 		tt += a->total;
 		ts += a->service_good;
 		tm += a->smart_good;
+		tn += a->no_llm;
 	}
 	{
 		const char *cells[] = {"all", n1, p1, p2};
 
 		snprintf(n1, sizeof n1, "%lld", (long long)tt);
 		fmt_pct(p1, sizeof p1, ratio(ts, tt), 2);
-		fmt_pct(p2, sizeof p2, ratio(tm, tt), 2);
+		fmt_pct(p2, sizeof p2, ratio(tm, tt - tn), 2);
 		table_add(t, cells);
 	}
 	table_print(t, stdout);

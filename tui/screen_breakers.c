@@ -1,11 +1,15 @@
 /*
  * screen_breakers: one row per backend — breaker state in words and colour
  * (closed green, half-open yellow, open and forced states red), failure
- * and slow-call rates, calls in the window, time until half-open,
- * in-flight against the bulkhead limit, health; below, the selected
- * backend's mode and last transition. o / c / r force the breaker open,
- * force it closed, or give it back to automatic control, each after a
- * confirmation (PUT /v1/backends/{b}/breaker).
+ * and slow-call rates and calls in the window (for an open breaker: the
+ * window as it was when it opened, read from the opening cause, since the
+ * daemon resets it on the transition), when the next probe goes out,
+ * in-flight against the bulkhead limit, health, p90; below, the selected
+ * backend's opening cause (kept until it closes, see model_cause.c), its
+ * last transition and its attempts' outcomes over the last 5 minutes
+ * (GET /v1/slo/history). o / c / r force the breaker open, force it
+ * closed, or give it back to automatic control, each after a confirmation
+ * (PUT /v1/backends/{b}/breaker).
  */
 #include "screen_breakers.h"
 
@@ -30,7 +34,9 @@ static struct {
 static const char *const breakers_help[] = {
 	"Breakers: one circuit breaker per backend",
 	"  closed (green)  half-open (yellow)  open / forced (red)",
-	"  HALF-OPEN IN  time until an open breaker admits a probe",
+	"  PROBE    when an open breaker lets the next probe call through",
+	"  FAIL% CALLS  of an OPEN breaker: the window as it was when it opened",
+	"  below    opening cause (kept until closed), last transition, outcomes 5m",
 	"o          force the selected breaker open (confirm)",
 	"c          force it closed (confirm)",
 	"r          reset to automatic control (confirm)",
@@ -38,9 +44,11 @@ static const char *const breakers_help[] = {
 };
 
 static const struct colspec br_cols[] = {
-	{"BACKEND", 16, FMT_PAD},   {"STATE", 13, FMT_PAD},   {"FAIL%", 6, FMT_RIGHT},
-	{"SLOW%", 6, FMT_RIGHT},    {"CALLS", 6, FMT_RIGHT},  {"HALF-OPEN", 9, FMT_RIGHT},
-	{"INFLIGHT", 9, FMT_RIGHT}, {"HEALTH", 6, FMT_RIGHT}, {"P90", 0, FMT_RIGHT},
+	{"BACKEND", 14, FMT_PAD, 0, 0}, {"STATE", 13, FMT_PAD, 0, 0},
+	{"FAIL%", 6, FMT_RIGHT, 0, 0},	{"SLOW%", 6, FMT_RIGHT, 2, 0},
+	{"CALLS", 5, FMT_RIGHT, 0, 0},	{"PROBE", 8, FMT_RIGHT, 0, 0},
+	{"INFLT", 7, FMT_RIGHT, 3, 0},	{"HEALTH", 6, FMT_RIGHT, 1, 0},
+	{"P90", 7, FMT_RIGHT, 0, 0},
 };
 
 static void
@@ -63,21 +71,38 @@ static void
 draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
 {
 	struct row row;
-	char t[64];
+	char t[64], cause[MODEL_TEXT_MAX];
+	double fail = b->failure_rate;
+	int calls = b->calls_in_window, nfail, ncalls;
+	int64_t at;
 
+	/* Open: the daemon's window restarts empty; show it as it was at opening. */
+	if (b->st == BS_OPEN && cause_breaker(&c->events, b, cause, sizeof cause, &at)) {
+		cause_window(cause, &nfail, &ncalls);
+		if (ncalls > 0) {
+			fail = (double)nfail / ncalls;
+			calls = ncalls;
+		}
+	}
 	row_begin(&row, y, cols, sel, br_cols, (int)ARRAY_SIZE(br_cols));
 	row_cell(&row, C_NORMAL, b->name);
 	row_cell(&row, breaker_colour(b->st), breaker_words(b->st, b->state));
-	fmt_pct(t, sizeof t, b->failure_rate, 1);
-	row_cell(&row, b->failure_rate > 0 ? C_WARN : C_NORMAL, t);
+	fmt_pct(t, sizeof t, fail, 1);
+	row_cell(&row, fail > 0 ? C_WARN : C_NORMAL, t);
 	fmt_pct(t, sizeof t, b->slow_call_rate, 1);
 	row_cell(&row, b->slow_call_rate > 0 ? C_WARN : C_NORMAL, t);
-	snprintf(t, sizeof t, "%d", b->calls_in_window);
-	row_cell(&row, C_NORMAL, b->calls_in_window >= 0 ? t : "-");
-	if ((b->st == BS_OPEN) && b->half_open_at > 0)
-		fmt_duration(t, sizeof t, MAX(b->half_open_at - c->now_wall, 0), 0);
-	else
+	snprintf(t, sizeof t, "%d", calls);
+	row_cell(&row, C_NORMAL, calls >= 0 ? t : "-");
+	if ((b->st == BS_OPEN) && b->half_open_at > 0) {
+		char d[32];
+
+		fmt_duration(d, sizeof d, MAX(b->half_open_at - c->now_wall, 0), 0);
+		snprintf(t, sizeof t, "in %s", d);
+	} else if (b->st == BS_HALF_OPEN) {
+		snprintf(t, sizeof t, "now");
+	} else {
 		snprintf(t, sizeof t, "-");
+	}
 	row_cell(&row, C_NORMAL, t);
 	snprintf(t, sizeof t, "%d/%d", b->inflight, b->max_concurrent);
 	row_cell(&row, b->max_concurrent > 0 && b->inflight >= b->max_concurrent ? C_BAD : C_NORMAL,
@@ -92,9 +117,11 @@ draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
 }
 
 static void
-draw_panel(struct console *c, const struct backend_v *b, int y, int cols)
+draw_panel(struct console *c, const struct backend_v *b, int y, int rows, int cols)
 {
-	char when[32], opened[32];
+	char when[32], opened[32], cause[MODEL_TEXT_MAX], oc[512];
+	int64_t at;
+	int nfail, ncalls, line = y + 1;
 
 	ui_fill(y, 0, cols, C_HEADER);
 	ui_printf(y, 0, cols, C_HEADER, 0, " %s%s%s  mode %s  failures in a row %d", b->name,
@@ -103,20 +130,41 @@ draw_panel(struct console *c, const struct backend_v *b, int y, int cols)
 		fmt_clock(opened, sizeof opened, b->opened_at, c->now_wall);
 		ui_printf(y, cols - 20, 20, C_HEADER, FMT_RIGHT, "opened %s ", opened);
 	}
-	if (!b->has_transition) {
-		ui_put(y + 1, 1, cols - 1, C_DIM, "no transition yet", 0);
-		return;
+	if (cause_breaker(&c->events, b, cause, sizeof cause, &at)) {
+		char win[64] = "";
+
+		fmt_clock(when, sizeof when, at, c->now_wall);
+		cause_window(cause, &nfail, &ncalls);
+		if (ncalls > 0)
+			snprintf(win, sizeof win, "; window at opening: %d of %d failed", nfail,
+				 ncalls);
+		ui_printf(line++, 1, cols - 1, C_BAD, 0, "%s since %s: %s%s",
+			  breaker_words(b->st, b->state), when, cause[0] ? cause : "?", win);
+	} else if (!b->has_transition) {
+		ui_put(line++, 1, cols - 1, C_DIM, "no transition yet", 0);
 	}
-	fmt_clock(when, sizeof when, b->tr_at, c->now_wall);
-	ui_printf(y + 1, 1, cols - 1, C_NORMAL, 0, "last transition %s: %s %s %s (%s)", when,
-		  b->tr_from, fmt_is_ascii() ? "->" : "\xe2\x86\x92", b->tr_to,
-		  b->tr_reason[0] ? b->tr_reason : "no reason given");
+	if (b->has_transition && line < y + rows) {
+		fmt_clock(when, sizeof when, b->tr_at, c->now_wall);
+		ui_printf(line++, 1, cols - 1, C_NORMAL, 0, "last transition %s: %s %s %s (%s)",
+			  when, b->tr_from, fmt_is_ascii() ? "->" : "\xe2\x86\x92", b->tr_to,
+			  b->tr_reason[0] ? b->tr_reason : "no reason given");
+	}
+	if (line < y + rows) {
+		const char *err = console_ep_error(c, FETCH_HISTORY);
+
+		hist_outcomes_text(slo_hist_backend(c->hist_d, b->name), oc, sizeof oc);
+		if (err != NULL && c->hist_d == NULL)
+			ui_printf(line, 1, cols - 1, C_BAD, 0, "outcomes: GET %s", err);
+		else
+			ui_printf(line, 1, cols - 1, C_NORMAL, 0, "outcomes 5m: %s",
+				  oc[0] ? oc : "no attempts");
+	}
 }
 
 static void
 breakers_draw(struct console *c, int top, int rows, int cols)
 {
-	int y, i, list_rows, panel = rows >= 8 ? 2 : 0, nopen = 0;
+	int y, i, list_rows, panel = rows >= 9 ? 4 : rows >= 7 ? 2 : 0, nopen = 0;
 
 	build(c);
 	if (c->state == NULL) {
@@ -137,7 +185,8 @@ breakers_draw(struct console *c, int top, int rows, int cols)
 		ui_put(top + 2, 1, cols - 1, C_DIM,
 		       c->state->nbackends ? "no backend matches the filter" : "no backends", 0);
 	else if (panel)
-		draw_panel(c, &c->state->backends[br.vis.idx[br.ls.sel]], top + rows - panel, cols);
+		draw_panel(c, &c->state->backends[br.vis.idx[br.ls.sel]], top + rows - panel, panel,
+			   cols);
 }
 
 static const char *

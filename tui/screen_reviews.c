@@ -49,9 +49,9 @@ static const char *const reviews_help[] = {
 };
 
 static const struct colspec rv_cols[] = {
-	{"ID", 6, FMT_RIGHT},	{"PRI", 6, FMT_PAD},	  {"ROUTE", 12, FMT_PAD},
-	{"STATE", 8, FMT_PAD},	{"DUE IN", 8, FMT_RIGHT}, {"REASON", 14, FMT_PAD},
-	{"CONF", 5, FMT_RIGHT}, {"INPUT", 0, 0},
+	{"ID", 6, FMT_RIGHT, 0, 0},   {"PRI", 6, FMT_PAD, 0, 0},      {"ROUTE", 12, FMT_PAD, 0, 0},
+	{"STATE", 8, FMT_PAD, 0, 0},  {"DUE IN", 8, FMT_RIGHT, 0, 0}, {"REASON", 14, FMT_PAD, 0, 0},
+	{"CONF", 5, FMT_RIGHT, 1, 0}, {"INPUT", 0, 0, 0, 20},
 };
 
 static void
@@ -326,8 +326,24 @@ send_decision(struct console *c, struct form *f, const char *verdict, cJSON *res
 static int
 simple_check(struct form *f, struct console *c)
 {
-	snprintf(f->summary, sizeof f->summary, "%s review #%lld of route %s.", f->extra,
-		 (long long)f->id, f->subject);
+	const struct review_v *r = NULL;
+	char conf[32];
+	int i;
+
+	for (i = 0; c->reviews != NULL && i < c->reviews->n; i++)
+		if (c->reviews->v[i].id == f->id)
+			r = &c->reviews->v[i];
+	if (r == NULL) {
+		snprintf(f->summary, sizeof f->summary, "%s review #%lld of route %s.", f->extra,
+			 (long long)f->id, f->subject);
+		return 0;
+	}
+	fmt_pct(conf, sizeof conf, r->confidence, 0);
+	/* What is decided, not only its number: the input and the model's result. */
+	snprintf(f->summary, sizeof f->summary,
+		 "%s review #%lld of route %s (%s, confidence %s).\nInput: %.300s\nResult: %.300s",
+		 f->extra, (long long)f->id, f->subject, r->reason[0] ? r->reason : "?", conf,
+		 r->input ? r->input : "-", r->result ? r->result : "-");
 	return 0;
 }
 

@@ -52,9 +52,9 @@ static const char *const routes_help[] = {
 };
 
 static const struct colspec rt_cols[] = {
-	{"ROUTE", 16, FMT_PAD},	  {"LEVEL", 9, FMT_PAD}, {"TARGET", 16, FMT_PAD},
-	{"WEIGHT", 6, FMT_RIGHT}, {"NEW", 5, FMT_RIGHT}, {"SHARE", 6, FMT_RIGHT},
-	{"CANARY", 6, FMT_PAD},	  {"BREAKER", 0, 0},
+	{"ROUTE", 16, FMT_PAD, 0, 0},	{"LEVEL", 9, FMT_PAD, 0, 0}, {"TARGET", 16, FMT_PAD, 0, 0},
+	{"WEIGHT", 6, FMT_RIGHT, 0, 0}, {"NEW", 5, FMT_RIGHT, 0, 0}, {"SHARE", 6, FMT_RIGHT, 1, 0},
+	{"CANARY", 6, FMT_PAD, 2, 0},	{"BREAKER", 0, 0, 0, 0},
 };
 
 static void
@@ -286,6 +286,10 @@ level_check(struct form *f, struct console *c)
 	}
 	snprintf(f->summary, sizeof f->summary, "Force route %s to %s, %s. Reason: %s", f->subject,
 		 level_choices[f->fields[0].choice], until, reason);
+	if (f->fields[0].choice == 3)
+		snprintf(f->again, sizeof f->again,
+			 "L3 is the async queue: callers get 202 and fetch their answer later. "
+			 "Press y again to force L3 (n cancels).");
 	return 0;
 }
 
@@ -339,8 +343,8 @@ release_apply(struct form *f, struct console *c)
 	free(seg);
 }
 
-static void
-open_level(struct console *c, const struct route_v *r)
+void
+routes_level_form(struct console *c, const struct route_v *r)
 {
 	struct form f;
 
@@ -352,7 +356,8 @@ open_level(struct console *c, const struct route_v *r)
 	f.fields[0].kind = FIELD_CHOICE;
 	f.fields[0].choices = level_choices;
 	f.fields[0].nchoices = (int)ARRAY_SIZE(level_choices);
-	f.fields[0].choice = r->level >= 0 && r->level < 3 ? r->level + 1 : 2;
+	/* L2 (rules only) is what an incident needs; L3 changes the callers' contract. */
+	f.fields[0].choice = 2;
 	snprintf(f.fields[0].hint, sizeof f.fields[0].hint, "0-3, arrows");
 	snprintf(f.fields[1].label, sizeof f.fields[1].label, "Reason");
 	snprintf(f.fields[1].hint, sizeof f.fields[1].hint, "required");
@@ -428,7 +433,7 @@ routes_key(struct console *c, int key)
 		return NEXT_DONE;
 	case 'L':
 		if (r != NULL && console_can_operate(c))
-			open_level(c, r);
+			routes_level_form(c, r);
 		return NEXT_DONE;
 	case 'A':
 		if (r != NULL && console_can_operate(c))

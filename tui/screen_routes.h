@@ -4,3 +4,5 @@
 #include "console_ctx.h"
 
 extern const struct screen screen_routes;
+/* Open the force-level form for route r (the Overview's L opens it too). */
+void routes_level_form(struct console *c, const struct route_v *r);

@@ -31,16 +31,17 @@ static const char *const slo_help[] = {
 };
 
 static const struct colspec win_cols[] = {
-	{"WINDOW", 6, FMT_PAD},	  {"TOTAL", 8, FMT_RIGHT},   {"SERVICE", 8, FMT_RIGHT},
-	{"BURN", 6, FMT_RIGHT},	  {"SMART", 8, FMT_RIGHT},   {"BURN", 6, FMT_RIGHT},
-	{"LAT-OK", 7, FMT_RIGHT}, {"TIMEOUT", 7, FMT_RIGHT}, {"RETRY", 6, FMT_RIGHT},
-	{"FORMAT", 0, FMT_RIGHT},
+	{"WINDOW", 6, FMT_PAD, 0, 0},	 {"TOTAL", 8, FMT_RIGHT, 0, 0},
+	{"SERVICE", 8, FMT_RIGHT, 0, 0}, {"BURN", 6, FMT_RIGHT, 0, 0},
+	{"SMART", 8, FMT_RIGHT, 0, 0},	 {"BURN", 6, FMT_RIGHT, 0, 0},
+	{"LAT-OK", 7, FMT_RIGHT, 1, 0},	 {"TIMEOUT", 7, FMT_RIGHT, 2, 0},
+	{"RETRY", 6, FMT_RIGHT, 3, 0},	 {"FORMAT", 0, FMT_RIGHT, 4, 0},
 };
 
 static const struct colspec alert_cols[] = {
-	{"STATE", 8, FMT_PAD},	{"SEV", 6, FMT_PAD},	 {"RULE", 16, FMT_PAD},
-	{"ROUTE", 12, FMT_PAD}, {"VALUE", 7, FMT_RIGHT}, {"THRESH", 7, FMT_RIGHT},
-	{"SINCE", 0, 0},
+	{"STATE", 8, FMT_PAD, 0, 0},  {"SEV", 6, FMT_PAD, 0, 0},     {"RULE", 16, FMT_PAD, 0, 0},
+	{"ROUTE", 12, FMT_PAD, 0, 0}, {"VALUE", 7, FMT_RIGHT, 2, 0}, {"THRESH", 7, FMT_RIGHT, 1, 0},
+	{"SINCE", 0, 0, 0, 0},
 };
 
 static enum colour
@@ -221,8 +222,17 @@ slo_draw(struct console *c, int top, int rows, int cols)
 		ui_put(y++, 1, cols - 1, C_DIM,
 		       c->alerts->n ? "no alert matches the filter" : "no alerts in the last 24 h",
 		       0);
-	for (i = 0; i < so.alerts.n && y < end; i++)
+	/* What does not fit is counted, never dropped silently. */
+	for (i = 0; i < so.alerts.n && y < end; i++) {
+		if (y == end - 1 && so.alerts.n - i > 1) {
+			ui_printf(y, 1, cols - 1, C_WARN, 0,
+				  "+%d more alerts (a taller terminal, or / to filter; fusebox "
+				  "alerts)",
+				  so.alerts.n - i);
+			break;
+		}
 		draw_alert(c, &c->alerts->v[so.alerts.idx[i]], y++, cols);
+	}
 }
 
 static enum next

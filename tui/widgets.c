@@ -5,7 +5,9 @@
  * The colour table is the only place colours are chosen. Each entry has
  * its colour-mode look (pair + attributes) and its monochrome look
  * (attributes alone), used when the terminal has no colours or NO_COLOR
- * is set. Pair i + 1 belongs to colour i.
+ * is set. Pair i + 1 belongs to colour i. In monochrome the selection is
+ * reverse video alone, warnings bold, errors bold and underlined, headers
+ * underlined: four looks that never read alike.
  */
 #include "widgets.h"
 
@@ -31,8 +33,8 @@ static const struct colour_def colour_table[C__COUNT] = {
 	[C_TAB_ACTIVE] = {COLOR_WHITE, COLOR_BLUE, A_BOLD, A_BOLD},
 	[C_STATUS] = {-1, -1, A_NORMAL, A_NORMAL},
 	[C_STATUS_BAD] = {COLOR_WHITE, COLOR_RED, A_BOLD, A_REVERSE | A_BOLD},
-	[C_HEADER] = {COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_REVERSE},
-	[C_SEL] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE | A_BOLD},
+	[C_HEADER] = {COLOR_BLACK, COLOR_GREEN, A_NORMAL, A_UNDERLINE},
+	[C_SEL] = {COLOR_BLACK, COLOR_CYAN, A_NORMAL, A_REVERSE},
 	[C_OK] = {COLOR_GREEN, -1, A_NORMAL, A_NORMAL},
 	[C_WARN] = {COLOR_YELLOW, -1, A_BOLD, A_BOLD},
 	[C_BAD] = {COLOR_RED, -1, A_BOLD, A_BOLD | A_UNDERLINE},
@@ -102,8 +104,14 @@ ui_put(int y, int x, int cols, enum colour c, const char *s, int flags)
 		return 0;
 	if (cols > COLS - x)
 		cols = COLS - x;
-	used = fmt_fit(line, sizeof line, s, cols, flags);
-	attrset(ui_attr(c));
+	used = fmt_fit(line, sizeof line, s, cols, flags & (FMT_PAD | FMT_RIGHT));
+	/* On the selected row a warning keeps its look, reversed. */
+	if (flags & UI_SEL)
+		attrset(c == C_OK || c == C_WARN || c == C_BAD || c == C_ACCENT
+				? ui_attr(c) | A_REVERSE
+				: ui_attr(C_SEL));
+	else
+		attrset(ui_attr(c));
 	mvaddstr(y, x, line);
 	attrset(A_NORMAL);
 	return used;
@@ -340,6 +348,8 @@ form_open(struct form *f, struct console *c)
 	f->confirming = 0;
 	f->error[0] = '\0';
 	f->summary[0] = '\0';
+	f->again[0] = '\0';
+	f->asked = 0;
 	if (f->nfields == 0 && (f->check == NULL || f->check(f, c) == 0))
 		f->confirming = 1;
 }
@@ -350,6 +360,13 @@ form_key(struct form *f, struct console *c, int key)
 	struct field *fl;
 
 	if (f->confirming || f->nfields == 0) {
+		if ((key == 'y' || key == 'Y') && f->confirming && f->again[0] && !f->asked) {
+			size_t n = strlen(f->summary);
+
+			snprintf(f->summary + n, sizeof f->summary - n, "\n\n%s", f->again);
+			f->asked = 1;
+			return FORM_GOING;
+		}
 		if (key == 'y' || key == 'Y')
 			return f->confirming ? FORM_CONFIRM : FORM_GOING;
 		if (key == 'n' || key == 'N' || key == K_ESC || key == 'q')
@@ -376,6 +393,8 @@ form_key(struct form *f, struct console *c, int key)
 			return FORM_GOING;
 		}
 		f->error[0] = '\0';
+		f->again[0] = '\0';
+		f->asked = 0;
 		if (f->check == NULL || f->check(f, c) == 0)
 			f->confirming = 1;
 		return FORM_GOING;
@@ -459,8 +478,10 @@ form_draw(const struct form *f, int *cy, int *cx)
 		row++;
 		if (f->error[0])
 			ui_put(row++, x + 2, w - 4, C_MSG_ERR, f->error, 0);
-		ui_put(MIN(row, y + h - 2), x + 2, w - 4, C_FORM,
-		       "Apply?  y = yes, send it   n / Esc = cancel", 0);
+		ui_put(MIN(row, y + h - 2), x + 2, w - 4, f->asked ? C_MSG_ERR : C_FORM,
+		       f->asked ? "Sure?  y again = yes, send it   n / Esc = cancel"
+				: "Apply?  y = yes, send it   n / Esc = cancel",
+		       0);
 		return;
 	}
 	for (i = 0; i < f->nfields; i++)
@@ -492,7 +513,7 @@ help_draw(const char *title, const char *const *lines)
 
 	for (n = 0; lines[n] != NULL; n++)
 		w = MAX(w, fmt_width(lines[n]));
-	w = MIN(w + 4, COLS);
+	w = MIN(MAX(w, 46) + 4, COLS);
 	h = MIN(n + 3, LINES);
 	if (w < 10 || h < 4)
 		return;
@@ -501,7 +522,8 @@ help_draw(const char *title, const char *const *lines)
 	box_draw(y, x, h, w, title);
 	for (i = 0; i < n && i < h - 3; i++)
 		ui_put(y + 1 + i, x + 2, w - 4, C_FORM, lines[i], 0);
-	ui_put(y + h - 2, x + 2, w - 4, C_FORM, "any key closes", 0);
+	ui_put(y + h - 2, x + 2, w - 4, C_FORM, "Esc or ? closes; any other key closes and acts",
+	       0);
 }
 
 void
@@ -520,19 +542,57 @@ vislist_add(struct vislist *v, int i)
 	v->idx[v->n++] = i;
 }
 
+/*
+ * Which columns are left out at cols: the ones with the highest prio
+ * first (rightmost on a tie) until the rest fits; prio 0 never goes.
+ */
+static int
+col_want(const struct colspec *c)
+{
+	return c->width ? c->width : MAX(c->min, 4);
+}
+
+static unsigned long
+col_hidden(const struct colspec *spec, int n, int cols)
+{
+	unsigned long hidden = 0;
+	int i, total = -1, worst;
+
+	for (i = 0; i < n; i++)
+		total += col_want(&spec[i]) + 1;
+	while (total > cols) {
+		worst = -1;
+		for (i = 0; i < n && i < 64; i++)
+			if (!(hidden & (1ul << i)) && spec[i].prio > 0 &&
+			    (worst < 0 || spec[i].prio >= spec[worst].prio))
+				worst = i;
+		if (worst < 0)
+			break;
+		hidden |= 1ul << worst;
+		total -= col_want(&spec[worst]) + 1;
+	}
+	return hidden;
+}
+
 void
 ui_header(int y, int cols, const struct colspec *spec, int n)
 {
+	unsigned long hidden = col_hidden(spec, n, cols);
 	int i, x = 0, w;
 
 	ui_fill(y, 0, cols, C_HEADER);
 	for (i = 0; i < n && x < cols; i++) {
+		if (hidden & (1ul << i))
+			continue;
 		w = spec[i].width ? MIN(spec[i].width, cols - x) : cols - x;
 		if (spec[i].width == 0 && w < 4)
 			break; /* a rest-of-line column with no room is left out */
 		ui_put(y, x, w, C_HEADER, spec[i].title, spec[i].flags);
 		x += w + 1;
 	}
+	/* Columns left out for want of room: a marker says so (? lists them). */
+	if (hidden)
+		ui_put(y, cols - 1, 1, C_HEADER, fmt_is_ascii() ? ">" : "\xe2\x80\xba", 0);
 }
 
 void
@@ -545,6 +605,7 @@ row_begin(struct row *r, int y, int cols, int sel, const struct colspec *spec, i
 	r->spec = spec;
 	r->n = n;
 	r->i = 0;
+	r->hidden = col_hidden(spec, n, cols);
 	if (sel)
 		ui_fill(y, 0, cols, C_SEL);
 }
@@ -556,15 +617,25 @@ row_cell(struct row *r, enum colour c, const char *text)
 
 	if (r->i >= r->n)
 		return;
+	if (r->hidden & (1ul << r->i)) {
+		r->i++;
+		return;
+	}
 	w = r->spec[r->i].width ? r->spec[r->i].width : r->cols - r->x;
 	if (w > r->cols - r->x)
 		w = r->cols - r->x;
 	if (r->spec[r->i].width == 0 && w < 4)
 		w = 0;
 	if (w > 0)
-		ui_put(r->y, r->x, w, r->sel ? C_SEL : c, text, r->spec[r->i].flags);
+		ui_put(r->y, r->x, w, c, text, r->spec[r->i].flags | (r->sel ? UI_SEL : 0));
 	r->x += w + 1;
 	r->i++;
+}
+
+int
+row_shown(const struct row *r, int i)
+{
+	return i < r->n && !(r->hidden & (1ul << i));
 }
 
 int

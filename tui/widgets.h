@@ -56,8 +56,11 @@ void ui_grey(int on);
 
 /*
  * Put s at (y, x) in at most cols columns (see fmt_fit; flags FMT_PAD,
- * FMT_RIGHT). Returns the columns used. Never writes past the screen.
+ * FMT_RIGHT, UI_SEL: on the selected row, where a data colour shows
+ * reversed and the rest in C_SEL). Returns the columns used. Never
+ * writes past the screen.
  */
+#define UI_SEL 8
 int ui_put(int y, int x, int cols, enum colour c, const char *s, int flags);
 int ui_printf(int y, int x, int cols, enum colour c, int flags, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
@@ -119,6 +122,8 @@ struct form {
 	int focus;
 	int confirming;
 	char summary[1024];
+	char again[256]; /* set by check(): a second y is asked for, after this text */
+	int asked;
 	char error[512];
 	char subject[128]; /* context for check/apply: route, backend ... */
 	char extra[128];
@@ -151,14 +156,18 @@ void vislist_add(struct vislist *v, int i);
 
 /*
  * Table rows. A column spec gives a title, a width (0: the rest of the
- * line) and FMT_PAD / FMT_RIGHT; cells are one space apart. row_cell()
- * draws the next cell (in C_SEL on the selected row) and skips cells that
- * no longer fit.
+ * line), FMT_PAD / FMT_RIGHT and a priority: when the row is too short the
+ * columns of the highest prio are left out (the header ends with a
+ * marker). Cells are one space apart. row_cell() draws the next cell (on
+ * the selected row reversed, see UI_SEL) and skips cells that no longer
+ * fit.
  */
 struct colspec {
 	const char *title;
 	int width;
 	int flags;
+	int prio; /* 0: always shown; else left out, highest first, when the row is short */
+	int min;  /* width 0: the columns it wants before others are left out (>= 4) */
 };
 
 struct row {
@@ -169,6 +178,7 @@ struct row {
 	const struct colspec *spec;
 	int n;
 	int i;
+	unsigned long hidden; /* columns left out (bit i) */
 };
 
 void ui_header(int y, int cols, const struct colspec *spec, int n);
@@ -176,6 +186,8 @@ void row_begin(struct row *r, int y, int cols, int sel, const struct colspec *sp
 void row_cell(struct row *r, enum colour c, const char *text);
 /* Columns left on the row after the cells drawn so far. */
 int row_left(const struct row *r);
+/* Whether column i is drawn at this width. */
+int row_shown(const struct row *r, int i);
 
 /* A breaker state in words ("half-open", "forced open") and its colour. */
 const char *breaker_words(enum breaker_st st, const char *raw);

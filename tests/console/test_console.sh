@@ -239,6 +239,9 @@ else
 fi
 start_daemon
 check reconnected $OP '^ connected  fuseboxd' 10
+# issue 24: a restart is flagged (uptime went back), with what did not survive
+check restart_flagged $OP '^ connected  fuseboxd .* inflight [0-9]+  RESTARTED [0-9]{2}:[0-9]{2}:[0-9]{2}' 5
+check restart_said $OP '^fuseboxd restarted \(uptime went back\) at [0-9:]+: '
 if wait_until 3 grey_row $OP; then
 	not_ok reconnected_colours "still grey after reconnecting"
 else
@@ -346,6 +349,160 @@ else
 fi
 keys ascii q
 check ascii_quits ascii 'EXITED-0' 5
+
+# --- issue 24: the console tells the truth at 3 a.m. ---
+# TERM=dumb (no cursor addressing): refused, pointing at the CLI.
+console_start dumb 80x24 TERM=dumb -- --url "$URL" --token-file "$T/op.token"
+check dumb_refused dumb 'needs a terminal that can move the cursor \(TERM=dumb' 5
+check dumb_points_cli dumb 'The CLI works anywhere: fusebox status'
+check dumb_exit dumb 'EXITED-1' 5
+
+console_start t3 80x24 -- --url "$URL" --token-file "$T/op.token"
+check t3_up t3 '^ticket +L0 ' 8
+# A breaker opens while traffic flows: the Overview says why within 2 s.
+mock_set flaky-v1 '{"status": 500}'
+( for i in $(seq 1 40); do call_route ticket "ticket t$i" >/dev/null; sleep 0.25; done ) &
+TRAFFIC_PID=$!
+wait_until 10 state_has '"name":"flaky-v1","version":"v1","breaker":{"state":"open"'
+check cause_line_2s t3 '^  ! no model target admits calls: flaky-v1 OPEN \(3× http_5xx\)' 2
+check header_degraded_calls t3 '^ routes 2  off L0 [0-9]+  forced 0  degraded calls [1-9][0-9]*/min' 8
+check spark_labelled t3 '^ rps +.*now [0-9.]+ \([0-9.]+–[0-9.]+\)'
+check spark_daemon_history t3 '^ degr/min +.*now [0-9.]+ \([0-9.]+–[0-9.]+\)' 8
+# Breakers: the window as at opening, the cause kept, "probe in", outcomes.
+keys t3 2
+check breaker_window_at_opening t3 '^flaky-v1 +OPEN +100\.0% +[0-9.]+% +3 +in [0-9]+m[0-9]+s '
+keys t3 G
+check breaker_cause_kept t3 '^ OPEN since [0-9:]+: 3 consecutive failures \(http_5xx\)'
+check breaker_outcomes t3 '^ outcomes 5m: .*http_5xx [0-9]+'
+check breaker_p90_at_80 t3 '^BACKEND +STATE +FAIL% +SLOW% +CALLS +PROBE +INFLT +HEALTH +P90$'
+kill "$TRAFFIC_PID" 2>/dev/null
+wait "$TRAFFIC_PID" 2>/dev/null
+mock_set flaky-v1 '{"status": 200}'
+# Help never swallows a key: the key after ? acts.
+keys t3 '?'
+check help_up t3 'switch screen'
+keys t3 1
+check help_key_acts t3 '^ROUTE +LVL +RPS'
+check_gone help_gone t3 'switch screen'
+
+# The first-time user's task in <= 8 keys besides the reason: the Overview
+# names the failing backend and selects its route; L (L2 preselected),
+# Enter, reason, Enter, Enter, y; then 3 a y approves the top review.
+ntask=0
+task() { # keys...: send, counting
+	ntask=$((ntask + $#))
+	keys t3 "$@"
+}
+check task_finds_backend t3 '^  ! .*flaky-v1 OPEN'
+task L
+check level_default_l2 t3 'Level +< L2  rule engine only >'
+task Enter
+type_text t3 'flaky-v1 down'
+task Enter Enter
+check level_confirm_says t3 'Force route ticket to L2 +rule engine only, until released\.'
+task y
+check_state task_forced '"name":"ticket","level":2,"auto_level":0,"forced_level":{"level":2,"actor":"alice","reason":"flaky-v1 down"'
+# the answer has its own line; the key hints stay
+check hints_after_action t3 '^j/k move  Enter routes  / filter  L level  \? help  q quit$'
+check answer_own_line t3 '^force ticket to L2: done \(200\): ticket now L2, forced by alice'
+top=$(db "SELECT id FROM reviews WHERE state = 'pending' ORDER BY due_at, id LIMIT 1")
+task 3 a
+check review_confirm_shows_input t3 'Input: 我要退款'
+check review_confirm_shows_result t3 'Result: \{'
+task y
+review_state_is() { # ID STATE
+	test "$(db "SELECT state FROM reviews WHERE id = $1")" = "$2"
+}
+if wait_until 5 review_state_is "$top" approved; then
+	ok task_review_approved
+else
+	not_ok task_review_approved "review $top: $(db "SELECT state FROM reviews WHERE id = $top")"
+fi
+[ "$ntask" -le 8 ] && ok "task_in_${ntask}_keys" || not_ok task_keys "$ntask keys"
+# The daemon's side: GET /v1/slo/history and GET /v1/audit (docs/CONSOLE.md).
+json_check() { # NAME PYTHON-EXPRESSION over j (the last api body)
+	if python3 -c "import json,sys; j=json.load(open('$T/api.body')); sys.exit(0 if ($2) else 1)"; then
+		ok "$1"
+	else
+		not_ok "$1" "$(status): $(head -c 600 "$T/api.body")"
+	fi
+}
+api GET '/v1/slo/history?minutes=0' >/dev/null
+[ "$(status)" = 400 ] && ok history_minutes_400 || not_ok history_minutes_400 "$(status)"
+api GET '/v1/slo/history?minutes=1&route=nope' >/dev/null
+[ "$(status)" = 404 ] && ok history_route_404 || not_ok history_route_404 "$(status)"
+api GET '/v1/slo/history?minutes=3&route=ticket' >/dev/null
+json_check history_shape 'j["minutes"] == 3 and [r["route"] for r in j["routes"]] == ["ticket"] and all(len(j["routes"][0][k]) == 3 for k in ("calls", "degraded", "service", "smart", "p99_ms"))'
+json_check history_degraded 'sum(x or 0 for x in j["routes"][0]["degraded"]) >= 3 and sum(j["routes"][0]["calls"]) >= sum(x or 0 for x in j["routes"][0]["degraded"])'
+json_check history_outcomes '[b["outcomes"].get("http_5xx", 0) for b in j["backends"] if b["backend"] == "flaky-v1"][0] >= 3'
+api GET '/v1/audit?after=0&limit=1' >/dev/null
+json_check audit_limit 'len(j["audit"]) == 1 and j["audit"][0]["id"] >= 1 and j["audit"][0]["actor"] == "alice" and j["audit"][0]["action_id"] is None'
+api GET "/v1/audit?limit=1&after=$(db "SELECT max(id) - 1 FROM audit WHERE target = 'route:ticket'")" >/dev/null
+json_check audit_after 'len(j["audit"]) == 1 and j["audit"][0]["action"] == "level.force" and j["audit"][0]["target"] == "route:ticket" and j["audit"][0]["after"]["forced_level"]["reason"] == "flaky-v1 down"'
+api GET '/v1/audit?after=-1' >/dev/null
+[ "$(status)" = 400 ] && ok audit_after_400 || not_ok audit_after_400 "$(status)"
+# A review decision is an event.
+keys t3 6
+check review_decision_event t3 " review +intent +review $top: pending -> approved by ali"
+# Audit rows and the overrides in force, in one place.
+keys t3 a
+check audit_view t3 '^[0-9:]+ +alice +level\.force +route:ticket +\{'
+keys t3 o
+check overrides_view t3 '^level +ticket +L2 \(auto L0\) +no TTL +alice +flaky-v1 down'
+keys t3 e
+# q warns while a level forced without TTL stays; another key stays.
+keys t3 q
+check quit_warns t3 'still in force after you leave: ticket L2 forced, no TTL\. q again quits'
+keys t3 Escape
+sleep 0.5
+if screen t3 | grep -q 'EXITED-'; then
+	not_ok quit_warn_stays "the console quit"
+else
+	ok quit_warn_stays
+fi
+# L3 asks twice ("async: callers get 202").
+keys t3 1 L 3 Enter
+type_text t3 'drill'
+keys t3 Enter Enter y
+check level3_asks_again t3 'L3 is the async queue: callers get 202'
+check_state level3_not_yet '"name":"ticket","level":2,'
+keys t3 n
+check_gone level3_cancelled t3 'Press y again'
+api DELETE /v1/routes/ticket/level >/dev/null
+# Events: cut text ends with "…", Enter shows it whole.
+keys t3 6 e G
+check events_cut_ellipsis t3 'closed -> open \(3 consecutive fail[a-z]*…$'
+keys t3 g Enter
+check events_whole t3 '^ breaker flaky-v1: closed -> open \(3 consecutive failures \(http_5xx\)\)'
+keys t3 Enter
+check events_marker t3 '^TIME +KIND +SUBJECT +DETAIL +›$'
+keys t3 q
+check t3_quits t3 'EXITED-0' 5
+
+# 200x50: every column, no marker; the cause line whole.
+console_start wide 200x50 -- --url "$URL" --token-file "$T/op.token"
+check wide_up wide '^ticket +L' 8
+keys wide 6
+check wide_events_id wide '^ +ID +TIME +KIND +SUBJECT +DETAIL *$'
+keys wide 3
+check wide_reviews wide '^ +ID PRI +ROUTE +STATE +DUE IN REASON +CONF INPUT *$'
+keys wide q
+check wide_quits wide 'EXITED-0' 5
+
+# Monochrome: the selection is reverse video, warnings bold / underlined.
+console_start mono2 80x24 NO_COLOR=1 -- --url "$URL" --token-file "$T/op.token"
+check mono2_up mono2 '^ticket +L' 8
+keys mono2 2
+check mono2_breakers mono2 '^primary-v2 '
+sel=$(tm capture-pane -p -e -t mono2 | grep 'primary-v2' | head -1)
+if printf '%s' "$sel" | grep -Eq $'\e\\[([0-9;]*;)?7m' &&
+	! printf '%s' "$sel" | grep -Eq $'\e\\[([0-9;]*;)?1m'; then
+	ok mono_selection_reverse
+else
+	not_ok mono_selection_reverse "$(printf '%s' "$sel" | cat -v)"
+fi
+keys mono2 q
+check mono2_quits mono2 'EXITED-0' 5
 
 # --- ^C leaves cleanly too ---
 console_start intr 80x24 -- --url "$URL" --token-file "$T/op.token"
