@@ -18,13 +18,25 @@
 #include <string.h>
 #include <strings.h>
 
+#include "breaker.h"
 #include "clock.h"
 #include "health.h"
+#include "jsonutil.h"
 #include "retry.h"
 #include "store.h"
+#include "textcheck.h"
+#include "trace.h"
 
 static int attempt_end(struct attempt *a, enum outcome forced, CURLcode code);
 static void attempt_transfer_done(struct engine *e, struct engine_transfer *t, CURLcode code);
+
+int
+attempt_tool_calls_allowed(const struct route_cfg *rc)
+{
+	if (rc->output.tool_calls == TOOL_CALLS_DEFAULT)
+		return rc->output.schema == NULL;
+	return rc->output.tool_calls == TOOL_CALLS_ALLOW;
+}
 
 /* One SSE event of a streaming attempt. */
 static void
@@ -32,24 +44,31 @@ on_sse_event(void *arg, const char *payload, size_t len)
 {
 	struct attempt *a = arg;
 	const struct attempt_owner *own = a->own;
-	char *delta = NULL;
-	int finish = 0;
+	struct upstream_chunk ch;
 	size_t n;
 
-	if (upstream_chunk_delta(payload, len, &delta, &finish) != 0)
+	if (upstream_chunk_parse(payload, len, &ch) != 0)
 		return;
-	n = strlen(delta);
-	if (n > 0 && buf_append(&a->text, delta, n) == 0) {
+	n = strlen(ch.content);
+	if (ch.tool_calls && !a->committed && !attempt_tool_calls_allowed(own->rc))
+		a->tools_denied = 1;
+	if (a->tools_denied)
+		goto out;
+	if ((n > 0 && buf_append(&a->text, ch.content, n) == 0) || ch.tool_calls ||
+	    ch.other_choice) {
 		if (!a->committed) {
 			a->committed = 1;
 			a->first_byte_us = clock_mono_us();
 		}
-		own->on_delta(own->delta_arg, delta, n);
+		own->on_delta(own->delta_arg, ch.content, n, ch.doc);
 		/* the idle gap between chunks is bounded like the first token */
 		engine_timer_arm(own->e, &a->t_first_byte,
 				 clock_mono_us() + a->to.first_byte_ms * 1000);
+	} else if (a->committed) {
+		own->on_delta(own->delta_arg, "", 0, ch.doc);
 	}
-	free(delta);
+out:
+	upstream_chunk_clear(&ch);
 }
 
 static size_t
@@ -74,18 +93,56 @@ on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+/*
+ * A response header line that record_response_headers names: its value
+ * (blanks and CR LF trimmed, cut to 256 bytes) kept in a->rec, the last
+ * one of a repeated name.
+ */
+static void
+record_header(struct attempt *a, const char *ptr, size_t n)
+{
+	const char *colon = memchr(ptr, ':', n);
+	size_t name_len, off, len;
+	int i;
+
+	if (colon == NULL)
+		return;
+	name_len = (size_t)(colon - ptr);
+	for (i = 0; i < a->rec_cfg->nrecord_headers; i++) {
+		const char *want = a->rec_cfg->record_headers[i];
+
+		if (strlen(want) != name_len || strncasecmp(want, ptr, name_len) != 0)
+			continue;
+		off = name_len + 1;
+		while (off < n && (ptr[off] == ' ' || ptr[off] == '\t'))
+			off++;
+		len = n - off;
+		while (len && (ptr[off + len - 1] == '\r' || ptr[off + len - 1] == '\n' ||
+			       ptr[off + len - 1] == ' ' || ptr[off + len - 1] == '\t'))
+			len--;
+		len = MIN(len, (size_t)CONFIG_RECORD_HEADER_NAME_MAX);
+		memcpy(a->rec[i], ptr + off, len);
+		a->rec[i][len] = '\0';
+		return;
+	}
+}
+
 static size_t
 on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
 	struct attempt *a = userdata;
 	size_t n = size * nmemb;
 
+	if (a->rec != NULL && !(n >= 5 && strncmp(ptr, "HTTP/", 5) == 0))
+		record_header(a, ptr, n);
 	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
 		const char *sp = memchr(ptr, ' ', n);
 
 		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		a->retry_after[0] = '\0';
 		a->json_type = 1;
+		if (a->rec != NULL)
+			memset(a->rec, 0, (size_t)a->rec_cfg->nrecord_headers * sizeof *a->rec);
 	} else if (n >= 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
 		size_t off = 12, len;
 
@@ -210,6 +267,14 @@ attempt_headers(struct attempt *a, int64_t max_wait_ms, size_t *size)
 	/* the call's remaining budget at the attempt's start (DESIGN.md, step 5) */
 	snprintf(num, sizeof num, "%lld", (long long)max_wait_ms);
 	header_line(&t, &n, "X-Max-Wait: ", num);
+	if (a->own->trace != NULL) {
+		char tp[TRACECTX_TRACEPARENT_LEN + 1];
+
+		tracectx_format(&a->tc, tp, sizeof tp);
+		header_line(&t, &n, "traceparent: ", tp);
+		if (a->own->tracestate != NULL)
+			header_line(&t, &n, "tracestate: ", a->own->tracestate);
+	}
 
 	*size = (size_t)n * sizeof *nodes + t.len;
 	nodes = xmalloc(*size);
@@ -344,7 +409,17 @@ attempt_start(const struct attempt_owner *own, int bidx, int backup, int is_prob
 		a->crowd_ms = own->budget->deadline_ms;
 		budget_crowd_add(e->crowd, a->crowd_ms);
 	}
-	a->hdrs = attempt_headers(a, budget_remaining(own->budget, now_ms), &a->hdrs_size);
+	if (own->trace != NULL) {
+		/* the attempt's span: a child of the call's, in its trace */
+		memcpy(a->tc.trace_id, own->trace->trace_id, sizeof a->tc.trace_id);
+		a->tc.flags = own->trace->flags & 1;
+		tracectx_new_span_id(&e->rng, a->tc.span_id);
+	}
+	a->rec_cfg = b->cfg;
+	if (b->cfg->nrecord_headers > 0)
+		a->rec = xcalloc((size_t)b->cfg->nrecord_headers, sizeof *a->rec);
+	a->remaining_ms = budget_remaining(own->budget, now_ms);
+	a->hdrs = attempt_headers(a, a->remaining_ms, &a->hdrs_size);
 	b->attempts++;
 
 	h = engine_easy_get(e);
@@ -383,14 +458,71 @@ attempt_start(const struct attempt_owner *own, int bidx, int backup, int is_prob
 	return a;
 }
 
+char *
+attempt_redact(struct engine *e, const char *text, size_t max)
+{
+	const char *keys[64];
+	char *cut, *red;
+	size_t longest = 0, n;
+	int i, nkeys = 0;
+
+	if (text == NULL)
+		return NULL;
+	for (i = 0; i < e->nbackends && nkeys < (int)ARRAY_SIZE(keys); i++) {
+		if (e->backends[i].api_key == NULL)
+			continue;
+		keys[nkeys++] = e->backends[i].api_key;
+		longest = MAX(longest, strlen(e->backends[i].api_key));
+	}
+	/* redacted before the cut (a key straddling it goes too), and only
+	 * what can reach the excerpt is scanned */
+	n = strnlen(text, max < SIZE_MAX - longest ? max + longest : SIZE_MAX);
+	cut = xstrndup(text, n);
+	red = textcheck_redact(cut, keys, nkeys);
+	free(cut);
+	if (strlen(red) <= max)
+		return red;
+	cut = xstrndup(red, max);
+	free(red);
+	return cut;
+}
+
+/*
+ * The recorded response headers as a JSON object (lower-case names, values
+ * with API keys redacted); NULL when none was configured or came. New
+ * string.
+ */
+static char *
+upstream_headers_json(struct attempt *a)
+{
+	cJSON *o = NULL;
+	char *v, *text;
+	int i;
+
+	for (i = 0; a->rec != NULL && i < a->rec_cfg->nrecord_headers; i++) {
+		if (a->rec[i][0] == '\0')
+			continue;
+		if (o == NULL)
+			o = cJSON_CreateObject();
+		v = attempt_redact(a->own->e, a->rec[i], CONFIG_RECORD_HEADER_NAME_MAX);
+		cJSON_AddStringToObject(o, a->rec_cfg->record_headers[i], v);
+		free(v);
+	}
+	if (o == NULL)
+		return NULL;
+	text = json_print(o);
+	cJSON_Delete(o);
+	return text;
+}
+
 static void
 log_attempt_row(struct attempt *a, enum outcome o, int64_t connect_ms, int64_t fb_ms,
 		int64_t total_ms, int64_t retry_after_ms, int64_t out_tokens, const char *raw,
-		int64_t id, int attempt_no)
+		int64_t id, int attempt_no, const char *span_id, const char *headers)
 {
 	const struct attempt_owner *own = a->own;
 	int raw_max = own->e->cfg->log.raw_output_bytes;
-	char *excerpt = raw ? xstrndup(raw, MIN(strlen(raw), (size_t)MAX(raw_max, 0))) : NULL;
+	char *excerpt = attempt_redact(own->e, raw, (size_t)MAX(raw_max, 0));
 	struct store_val v[] = {
 		SVI(id),
 		SVI(own->call_id),
@@ -409,6 +541,8 @@ log_attempt_row(struct attempt *a, enum outcome o, int64_t connect_ms, int64_t f
 		SVI(a->input_tokens),
 		out_tokens >= 0 ? SVI(out_tokens) : SVN,
 		SVT(excerpt),
+		SVT(span_id),
+		SVT(headers),
 	};
 
 	store_put(own->e->store, STORE_ATTEMPT_INSERT, v, (int)ARRAY_SIZE(v));
@@ -420,7 +554,7 @@ log_vfail_row(struct attempt *a, const struct validate_result *vr, const char *r
 {
 	const struct attempt_owner *own = a->own;
 	int raw_max = own->e->cfg->log.raw_output_bytes;
-	char *excerpt = raw ? xstrndup(raw, MIN(strlen(raw), (size_t)MAX(raw_max, 0))) : NULL;
+	char *excerpt = attempt_redact(own->e, raw, (size_t)MAX(raw_max, 0));
 	struct store_val v[] = {
 		SVI(own->e->next_vfail_id++),
 		SVI(a->id),
@@ -435,6 +569,45 @@ log_vfail_row(struct attempt *a, const struct validate_result *vr, const char *r
 
 	store_put(own->e->store, STORE_VFAIL_INSERT, v, (int)ARRAY_SIZE(v));
 	free(excerpt);
+}
+
+/* The validation failure of a tool-call reply on a route that refuses them. */
+static void
+tool_calls_refused(const struct route_cfg *rc, struct validate_result *vr)
+{
+	memset(vr, 0, sizeof *vr);
+	vr->stage = VALIDATE_E_FORMAT;
+	snprintf(vr->rule, sizeof vr->rule, "tool_calls");
+	snprintf(vr->detail, sizeof vr->detail, "%s",
+		 rc->output.tool_calls == TOOL_CALLS_DENY
+			 ? "the model answered with tool calls; the route's output.tool_calls is "
+			   "deny"
+			 : "the model answered with tool calls on a route with an output schema");
+}
+
+/* The result a tool-call answer stands for: the tool calls (from doc, or the body). */
+static cJSON *
+tool_calls_result(const cJSON *doc, const char *body, size_t len)
+{
+	cJSON *o = doc ? NULL : cJSON_ParseWithLength(body ? body : "", len), *tc;
+	const cJSON *c0 =
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(doc ? doc : o, "choices"), 0);
+	const cJSON *msg = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "message") : NULL;
+
+	tc = cJSON_Duplicate(msg ? cJSON_GetObjectItemCaseSensitive(msg, "tool_calls") : NULL, 1);
+	cJSON_Delete(o);
+	return tc ? tc : cJSON_CreateArray();
+}
+
+/* upstream_tool_calls_summary() of a body not kept parsed. */
+static char *
+tool_calls_summary_text(const char *body, size_t len, int full)
+{
+	cJSON *o = cJSON_ParseWithLength(body ? body : "", len);
+	char *s = upstream_tool_calls_summary(o, full);
+
+	cJSON_Delete(o);
+	return s;
 }
 
 static enum outcome
@@ -452,6 +625,92 @@ validation_outcome(int stage)
 	}
 }
 
+/* The host of a URL, for server.address. */
+static void
+url_host(const char *url, char *out, size_t size)
+{
+	const char *p = strstr(url, "://"), *end;
+	size_t n;
+
+	p = p ? p + 3 : url;
+	if (*p == '[') {
+		end = strchr(p, ']');
+		p++;
+	} else {
+		end = p + strcspn(p, ":/?#");
+	}
+	n = end ? MIN((size_t)(end - p), size - 1) : 0;
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+/* The attempt's CLIENT span, a child of the call's (sampled calls, with an exporter). */
+static void
+attempt_span(struct attempt *a, const struct attempt_result *r, int64_t connect_ms, int64_t fb_ms)
+{
+	const struct attempt_owner *own = a->own;
+	const struct backend_cfg *bc = a->b->cfg;
+	const cJSON *model =
+		r->reply.doc ? cJSON_GetObjectItemCaseSensitive(r->reply.doc, "model") : NULL;
+	struct trace_span s;
+	char name[300], host[256], key[300];
+	int i;
+
+	if (own->trace == NULL || !tracectx_sampled(&a->tc) || !trace_enabled())
+		return;
+	snprintf(name, sizeof name, "chat %s", bc->model);
+	trace_span_begin(&s, name, TRACE_KIND_CLIENT, a->tc.trace_id, a->tc.span_id,
+			 own->trace->span_id, a->started_wall * 1000000);
+	trace_attr_str(&s, "gen_ai.operation.name", "chat");
+	trace_attr_str(&s, "gen_ai.request.model", bc->model);
+	if (cJSON_IsString(model))
+		trace_attr_str(&s, "gen_ai.response.model", model->valuestring);
+	/* the upstream's usage, when a reply was parsed and had one */
+	if (r->raw && !r->streamed && r->reply.prompt_tokens >= 0)
+		trace_attr_int(&s, "gen_ai.usage.input_tokens", r->reply.prompt_tokens);
+	if (r->raw && !r->streamed && r->reply.completion_tokens >= 0)
+		trace_attr_int(&s, "gen_ai.usage.output_tokens", r->reply.completion_tokens);
+	url_host(bc->url, host, sizeof host);
+	trace_attr_str(&s, "server.address", host);
+	if (a->status > 0)
+		trace_attr_int(&s, "http.response.status_code", a->status);
+	if (r->outcome != OUTCOME_OK)
+		trace_attr_str(&s, "error.type", outcome_name(r->outcome));
+	trace_attr_str(&s, "fusebox.route", own->rc->name);
+	trace_attr_str(&s, "fusebox.backend", bc->name);
+	trace_attr_int(&s, "fusebox.attempt_no", a->attempt_no);
+	trace_attr_str(&s, "fusebox.outcome", outcome_name(r->outcome));
+	trace_attr_int(&s, "fusebox.remaining_ms", a->remaining_ms);
+	trace_attr_int(&s, "fusebox.timeout_ms", a->to.total_ms);
+	if (connect_ms >= 0)
+		trace_attr_int(&s, "fusebox.connect_ms", connect_ms);
+	if (fb_ms >= 0)
+		trace_attr_int(&s, "fusebox.first_byte_ms", fb_ms);
+	trace_attr_str(&s, "fusebox.breaker", breaker_state_name(a->b->breaker.state));
+	if (a->is_probe)
+		trace_attr_bool(&s, "fusebox.probe", 1);
+	if (a->canary)
+		trace_attr_bool(&s, "fusebox.canary", 1);
+	for (i = 0; a->rec != NULL && i < a->rec_cfg->nrecord_headers; i++) {
+		char *v;
+
+		if (a->rec[i][0] == '\0')
+			continue;
+		snprintf(key, sizeof key, "http.response.header.%s", a->rec_cfg->record_headers[i]);
+		v = attempt_redact(own->e, a->rec[i], CONFIG_RECORD_HEADER_NAME_MAX);
+		trace_attr_str_array1(&s, key, v);
+		free(v);
+	}
+	if (trace_include_io() && r->raw && r->reply.content != NULL) {
+		char *out = attempt_redact(own->e, r->reply.content, SIZE_MAX);
+
+		trace_attr_str(&s, "fusebox.output", out);
+		free(out);
+	}
+	trace_span_end(&s, (a->started_wall + r->total_ms) * 1000000, r->outcome != OUTCOME_OK,
+		       r->outcome != OUTCOME_OK ? outcome_name(r->outcome) : NULL);
+}
+
 /*
  * End attempt a: by curl (forced = OUTCOME__COUNT, facts from the handle)
  * or by a timer or the owner (forced outcome). Gathers the facts, writes
@@ -465,6 +724,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	int64_t connect_us = -1, start_us = -1;
 	int64_t fb_ms = -1, connect_ms = -1;
 	struct attempt_result r;
+	char *tools, *headers, span_id[TRACECTX_SPAN_HEX + 1];
 	int i, rd, answered;
 
 	memset(&r, 0, sizeof r);
@@ -503,7 +763,11 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	if (a->retry_after[0] && retry_parse_retry_after(a->retry_after, strlen(a->retry_after),
 							 clock_wall_ms(), &r.retry_after_ms) != 0)
 		r.retry_after_ms = -1;
-	if (a->streaming && a->committed) {
+	if (a->streaming && a->tools_denied && !a->committed) {
+		r.reply.content = xstrdup("");
+		r.outcome = OUTCOME_VALIDATION_FORMAT;
+		tool_calls_refused(own->rc, &r.vr);
+	} else if (a->streaming && a->committed) {
 		/* Deltas went out: this attempt's answer stands, cut short or not. */
 		r.reply.content = xstrdup(a->text.data ? a->text.data : "");
 		r.reply.completion_tokens = -1;
@@ -516,9 +780,28 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 		rd = validate_output(&own->rc->output, "", 0, &r.vr);
 		r.outcome = rd == 0 ? OUTCOME_VALIDATION_FORMAT : validation_outcome(rd);
 	} else if (r.outcome == OUTCOME_OK) {
-		if (upstream_parse_reply(a->resp.data ? a->resp.data : "", a->resp.len, &r.reply) !=
-		    0) {
+		if (upstream_parse_reply_ex(a->resp.data ? a->resp.data : "", a->resp.len,
+					    own->params && own->params->passthrough,
+					    &r.reply) != 0) {
 			r.outcome = OUTCOME_INVALID_RESPONSE;
+		} else if (r.reply.ntool_calls > 0) {
+			/* a tool-call reply is an answer where the route takes them */
+			r.raw = 1;
+			if (attempt_tool_calls_allowed(own->rc)) {
+				r.ok = 1;
+				r.vr.result =
+					tool_calls_result(r.reply.doc, a->resp.data, a->resp.len);
+			} else {
+				r.outcome = OUTCOME_VALIDATION_FORMAT;
+				tool_calls_refused(own->rc, &r.vr);
+			}
+		} else if (r.reply.content[0] == '\0' && !own->rc->output.present &&
+			   r.reply.finish_reason &&
+			   strcmp(r.reply.finish_reason, "content_filter") == 0) {
+			/* the provider's filter spoke: an answer, empty as it is */
+			r.raw = 1;
+			r.ok = 1;
+			r.vr.result = cJSON_CreateString("");
 		} else {
 			r.raw = 1;
 			rd = validate_output(&own->rc->output, r.reply.content,
@@ -534,16 +817,30 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	 * extra send reached the wire and is an attempt of its own. */
 	for (i = 1; i < a->wire_sends; i++) {
 		e->counters.wire_resends++;
-		log_attempt_row(a, OUTCOME_RESET, -1, -1, 0, -1, -1, NULL, a->id, a->attempt_no);
+		log_attempt_row(a, OUTCOME_RESET, -1, -1, 0, -1, -1, NULL, a->id, a->attempt_no,
+				NULL, NULL);
 		a->id = e->next_attempt_id++;
 		a->attempt_no = ++*own->attempts;
 	}
+	tools = r.reply.ntool_calls > 0
+			? upstream_tool_calls_summary(r.reply.doc ? r.reply.doc : NULL,
+						      e->cfg->log.inputs)
+			: NULL;
+	if (tools == NULL && r.reply.ntool_calls > 0)
+		tools = tool_calls_summary_text(a->resp.data, a->resp.len, e->cfg->log.inputs);
+	headers = upstream_headers_json(a);
+	if (own->trace != NULL)
+		tracectx_span_hex(a->tc.span_id, span_id);
 	log_attempt_row(a, r.outcome, connect_ms, fb_ms, r.total_ms, r.retry_after_ms,
 			r.reply.completion_tokens,
-			r.reply.content
+			tools ? tools
+			: r.reply.content
 				? r.reply.content
 				: (r.outcome != OUTCOME_OK && a->resp.data ? a->resp.data : NULL),
-			a->id, a->attempt_no);
+			a->id, a->attempt_no, own->trace != NULL ? span_id : NULL, headers);
+	free(tools);
+	attempt_span(a, &r, connect_ms, fb_ms);
+	free(headers);
 	if (outcome_is_validation(r.outcome))
 		log_vfail_row(a, &r.vr, r.reply.content);
 
@@ -557,6 +854,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	buf_free(&a->resp);
 	buf_free(&a->text);
 	sse_free(&a->sse);
+	free(a->rec);
 	free(a);
 	return answered;
 }

@@ -18,6 +18,7 @@
 #include "engine.h"
 #include "outcome.h"
 #include "timerheap.h"
+#include "tracectx.h"
 #include "upstream.h"
 #include "util.h"
 #include "validate.h"
@@ -45,8 +46,13 @@ struct attempt_result {
  * otherwise.
  */
 typedef int (*attempt_done_fn)(struct attempt *a, struct attempt_result *r, void *arg);
-/* A streaming owner's sink: each content delta as the upstream produces it. */
-typedef void (*attempt_delta_fn)(void *arg, const char *text, size_t len);
+/*
+ * A streaming owner's sink: each chunk as the upstream produces it, text
+ * its first choice's content delta and chunk the whole chunk (borrowed).
+ * Chunks with content or tool calls commit the attempt; others (a finish,
+ * usage) are relayed only once it is committed.
+ */
+typedef void (*attempt_delta_fn)(void *arg, const char *text, size_t len, const cJSON *chunk);
 
 /* What the attempts of one owner borrow from it; it outlives them. */
 struct attempt_owner {
@@ -63,6 +69,8 @@ struct attempt_owner {
 	void *delta_arg;
 	attempt_done_fn done;
 	void *arg;
+	const struct tracectx *trace; /* the call span's: attempts are its children */
+	const char *tracestate;	      /* sent upstream unchanged; NULL: none */
 };
 
 /*
@@ -104,8 +112,13 @@ struct attempt {
 	int streaming; /* SSE requested from the upstream */
 	int sse_type;  /* the response is text/event-stream */
 	struct sse_parser sse;
-	struct buf text; /* streamed content so far */
-	int committed;	 /* a delta went to the caller */
+	struct buf text;		   /* streamed content so far */
+	int committed;			   /* a delta went to the caller */
+	int tools_denied;		   /* the stream began with tool calls the route refuses */
+	struct tracectx tc;		   /* the attempt's span: the traceparent sent upstream */
+	int64_t remaining_ms;		   /* the call's budget left at the start */
+	const struct backend_cfg *rec_cfg; /* whose record_response_headers rec follows */
+	char (*rec)[CONFIG_RECORD_HEADER_NAME_MAX + 1]; /* recorded values; "" absent; NULL: none */
 };
 
 /*
@@ -118,3 +131,13 @@ struct attempt *attempt_start(const struct attempt_owner *own, int bidx, int bac
 			      int canary, int target, int64_t now_us);
 /* End a now with outcome o (the owner's deadline passed): done() runs before this returns. */
 void attempt_stop(struct attempt *a, enum outcome o);
+
+/*
+ * text with every configured API key and "Bearer <token>" redacted, cut
+ * to max bytes: what may be stored or logged of an upstream's bytes. NULL
+ * when text is NULL. New string.
+ */
+char *attempt_redact(struct engine *e, const char *text, size_t max);
+
+/* Whether route rc takes a model's tool calls as an answer (output.tool_calls). */
+int attempt_tool_calls_allowed(const struct route_cfg *rc);

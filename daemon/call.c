@@ -34,6 +34,7 @@
 #include "canary.h"
 #include "clock.h"
 #include "engine.h"
+#include "health.h"
 #include "idem.h"
 #include "ladder.h"
 #include "log.h"
@@ -47,6 +48,7 @@
 #define MAX_TARGETS 64
 
 static void call_step(struct call *c);
+static int call_target_backend(const struct call *c, const struct target_cfg *t);
 
 void
 call_req_clear(struct call_req *cr)
@@ -57,32 +59,28 @@ call_req_clear(struct call_req *cr)
 	free(cr->callback_url);
 	cJSON_Delete(cr->metadata);
 	cJSON_Delete((cJSON *)cr->params.response_format);
+	cJSON_Delete((cJSON *)cr->params.extra);
+	free(cr->tracestate);
 	memset(cr, 0, sizeof *cr);
 }
 
-const char *
-call_input_text(const struct call *c)
+void
+call_req_trace(struct engine *e, struct call_req *cr, const char *traceparent,
+	       const char *tracestate)
 {
-	const cJSON *m;
+	struct tracectx parent;
+	int has_parent = tracectx_parse(traceparent, &parent);
+	double rate = e->cfg->tracing.sample_rate;
 
-	if (c->req.input)
-		return c->req.input;
-	/* messages: the last user message stands for the input (rules, cache). */
-	if (c->req.messages) {
-		const char *last = "";
-
-		cJSON_ArrayForEach(m, c->req.messages)
-		{
-			const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
-			const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
-
-			if (cJSON_IsString(role) && cJSON_IsString(content) &&
-			    strcmp(role->valuestring, "user") == 0)
-				last = content->valuestring;
-		}
-		return last;
-	}
-	return "";
+	free(cr->tracestate);
+	cr->tracestate = NULL;
+	/* W3C: without a valid traceparent, tracestate is not forwarded either */
+	if (has_parent && tracectx_tracestate_ok(tracestate))
+		cr->tracestate = xstrdup(tracestate);
+	tracectx_child(has_parent ? &parent : NULL, &e->rng, rate,
+		       has_parent || rate >= 1 ? 0 : rng_double(&e->rng), &cr->trace,
+		       cr->trace_parent);
+	cr->has_trace = 1;
 }
 
 /*
@@ -113,6 +111,12 @@ call_set_step(struct call *c, enum step to, const char *reason)
 
 		store_put(c->e->store, STORE_DEGRADATION_INSERT, v, (int)ARRAY_SIZE(v));
 	}
+	if (c->span.o != NULL) {
+		const char *kv[] = {"from",	   step_name(c->step), "to",
+				    step_name(to), "reason",	       reason};
+
+		trace_event(&c->span, "fusebox.fall", call_wall_ns(now_wall), kv, 3);
+	}
 	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
 		  step_name(to), reason);
 	c->step = to;
@@ -139,6 +143,7 @@ log_call_row(struct call *c)
 	const char *response = a->json;
 	const struct log_cfg *lc = &c->e->cfg->log;
 	const char *input = lc->inputs ? call_input_text(c) : NULL;
+	char trace_id[TRACECTX_TRACE_HEX + 1];
 	struct store_val v[] = {
 		SVI(c->id),
 		SVT(c->request_id),
@@ -160,8 +165,10 @@ log_call_row(struct call *c)
 		SVT(result),
 		SVT(response),
 		SVT(a->http_status < 300 ? "done" : "failed"),
+		SVT(trace_id),
 	};
 
+	tracectx_trace_hex(c->req.trace.trace_id, trace_id);
 	store_put(c->e->store, STORE_CALL_INSERT, v, (int)ARRAY_SIZE(v));
 }
 
@@ -230,6 +237,43 @@ call_escalation(struct call *c, enum source src)
 }
 
 /*
+ * Seconds until a retry of an exhausted call may fare better: the first
+ * probe an open breaker of the route's backends admits, or, when their
+ * bulkheads were full, about one median answer time; 1 when nothing
+ * better is known. Bounded to [1, 3600].
+ */
+static int64_t
+call_retry_after_s(const struct call *c)
+{
+	const struct route_cfg *rc = c->rc;
+	struct engine *e = c->e;
+	int64_t now_ms = clock_mono_ms(), best = -1, t;
+	int i, n = rc->ntargets + rc->backup.ntargets;
+
+	for (i = 0; i < n; i++) {
+		const struct target_cfg *tg =
+			i < rc->ntargets ? &rc->targets[i] : &rc->backup.targets[i - rc->ntargets];
+		int bidx = call_target_backend(c, tg);
+		struct backend_rt *b;
+
+		if (bidx < 0 || bidx >= e->nbackends)
+			continue;
+		b = &e->backends[bidx];
+		if (breaker_half_open_at(&b->breaker) > 0)
+			t = breaker_half_open_at(&b->breaker) - now_ms;
+		else if (b->bulkhead.inflight >= b->bulkhead.max)
+			t = health_percentile(&b->health, now_ms, 60, 0.5, 1);
+		else
+			continue;
+		if (t >= 0 && (best < 0 || t < best))
+			best = t;
+	}
+	if (best < 0)
+		return 1;
+	return MIN(MAX((best + 999) / 1000, 1), 3600);
+}
+
+/*
  * The call has its answer: record it and hand it to done() — at once, or
  * once its review item is committed (call_review_done()). result (may be
  * NULL) becomes the answer's: call_answer_own() takes it, call_answer()
@@ -265,6 +309,7 @@ call_answer_own(struct call *c, unsigned status, enum source src, const char *ba
 	a->attempts = c->attempts;
 	a->request_id = c->request_id;
 	a->route = c->rc->name;
+	a->retry_after_s = status >= 300 ? call_retry_after_s(c) : 0;
 	/* "review": "pending" only once the item is durable; the loop goes on meanwhile. */
 	if (c->review_reason &&
 	    call_review_insert(c->e, c->rc, c->request_id, c->id, c->review_reason,
@@ -298,6 +343,7 @@ call_answer_finish(struct call *c)
 	a->json = call_answer_json(a, 0);
 	if (c->xcheck)
 		goto handed; /* a shadow: no calls row, no SLO, no escalation */
+	call_span_end(c);
 	call_escalation(c, src);
 	{
 		struct call_obs co = {
@@ -339,12 +385,14 @@ handed:
 static void
 call_free(struct call *c)
 {
+	trace_span_discard(&c->span);
 	c->rt->live_calls--;
 	engine_hold_put(c->e, c->hold);
 	call_req_clear(&c->req);
 	free(c->request_id);
 	free(c->last_raw);
 	cJSON_Delete(c->ans.result);
+	cJSON_Delete((cJSON *)c->ans.upstream);
 	free(c->ans.text);
 	free((char *)c->ans.json);
 	free((char *)c->ans.result_json);
@@ -387,7 +435,7 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	c->att = NULL;
 	if (r->raw) {
 		free(c->last_raw);
-		c->last_raw = xstrdup(r->reply.content);
+		c->last_raw = attempt_redact(e, r->reply.content, SIZE_MAX);
 	}
 	if (r->streamed) {
 		if (o != OUTCOME_OK)
@@ -400,16 +448,28 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	if (o == OUTCOME_VALIDATION_FORMAT)
 		c->format_violations++;
 	{
-		struct attempt_obs ao = {.route = c->route,
-					 .backend = a->bidx,
-					 .outcome = o,
-					 .duration_ms = r->total_ms,
-					 .canary = a->canary};
+		struct attempt_obs ao = {
+			.route = c->route,
+			.backend = a->bidx,
+			.outcome = o,
+			.duration_ms = r->total_ms,
+			.canary = a->canary,
+			.input_tokens = r->reply.prompt_tokens > 0 ? r->reply.prompt_tokens : 0,
+			.output_tokens =
+				r->reply.completion_tokens > 0 ? r->reply.completion_tokens : 0};
 
 		if (c->route < e->nroutes && a->bidx < e->nbackends)
 			obs_attempt(e->obs, &ao);
 	}
 	if (outcome_is_validation(o)) {
+		if (c->span.o != NULL) {
+			const char *kv[] = {"stage",   validate_stage_name(r->vr.stage),
+					    "rule",    r->vr.rule[0] ? r->vr.rule : NULL,
+					    "backend", b->cfg->name};
+
+			trace_event(&c->span, "fusebox.validation_failure",
+				    call_wall_ns(clock_wall_ms()), kv, 3);
+		}
 		if (c->route < e->nroutes)
 			obs_validation_failure(e->obs, c->route, validate_stage_name(r->vr.stage));
 		if (c->step == (c->level == 1 ? STEP_BACKUP : STEP_PRIMARY))
@@ -417,10 +477,10 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	}
 
 	verdict = breaker_classify(&b->cfg->breaker, o);
-	/* the canary guard counts transport and validation failures */
+	/* the canary guard counts failures by outcome class, the same measure
+	 * for every target whatever their breakers count (canary_failure) */
 	if (a->target >= 0 && c->rt->canary && c->rt->cfg == c->rc)
-		canary_record(&c->rt->canary[a->target], now_ms,
-			      verdict == BREAKER_FAILURE || outcome_is_validation(o));
+		canary_record_outcome(&c->rt->canary[a->target], now_ms, o);
 	breaker_record(&b->breaker, now_ms, verdict, o, r->total_ms, a->is_probe);
 	engine_breaker_events(e, b);
 	health_record(&b->health, now_ms, verdict != BREAKER_FAILURE, r->total_ms);
@@ -441,17 +501,19 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 		else if (!c->xcheck && c->rc->review.sample_rate > 0 &&
 			 rng_double(&e->rng) < c->rc->review.sample_rate)
 			c->review_reason = "sampled";
-		if (c->rc->cache.enabled && vr->result && !c->xcheck)
+		/* a tool-call answer is a turn of a conversation, not a result to reuse */
+		if (c->rc->cache.enabled && vr->result && !c->xcheck && r->reply.ntool_calls == 0)
 			cache_put(e->cache, c->rc->name, call_input_text(c), vr->result,
 				  vr->has_confidence, vr->confidence, clock_wall_ms(), e->store);
 		c->ans.prompt_tokens = r->reply.prompt_tokens;
 		c->ans.completion_tokens = r->reply.completion_tokens;
-		if (!c->xcheck) {
-			call_rules_shadow(c, vr->result);
-			if (src == SOURCE_LLM)
-				call_xcheck_start(c, vr->result, vr->has_confidence,
-						  vr->confidence);
-		}
+		/* off the caller's path: rules shadow, cross-check (the hook
+		 * daemon.c sets: call_shadow_after_answer) */
+		if (!c->xcheck && r->reply.ntool_calls == 0 && e->call_after_answer != NULL)
+			e->call_after_answer(c, vr->result, vr->has_confidence, vr->confidence,
+					     src == SOURCE_LLM);
+		c->ans.upstream = r->reply.doc;
+		r->reply.doc = NULL;
 		/* the validated result becomes the answer's (no copy) */
 		call_answer_own(c, 200, src, b->cfg->name, vr->result, r->reply.content,
 				vr->has_confidence, vr->confidence);
@@ -829,7 +891,24 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 		.delta_arg = c->req.delta_arg,
 		.done = call_attempt_done,
 		.arg = c,
+		.trace = &c->req.trace,
+		.tracestate = c->req.tracestate,
 	};
+	if (!c->req.has_trace)
+		call_req_trace(e, &c->req, NULL, NULL);
+	if (c->xcheck)
+		c->req.trace.flags &= (uint8_t)~1; /* a shadow's spans would have no parent */
+	tracectx_format(&c->req.trace, c->traceparent, sizeof c->traceparent);
+	c->ans.traceparent = c->traceparent;
+	if (!c->xcheck && tracectx_sampled(&c->req.trace) && trace_enabled()) {
+		trace_span_begin(&c->span, "fusebox.call", TRACE_KIND_SERVER, c->req.trace.trace_id,
+				 c->req.trace.span_id, c->req.trace_parent,
+				 call_wall_ns(c->started_wall));
+		trace_attr_str(&c->span, "gen_ai.operation.name", "chat");
+		trace_attr_str(&c->span, "fusebox.route", c->rc->name);
+		trace_attr_str(&c->span, "fusebox.request_id", c->request_id);
+		trace_attr_int(&c->span, "fusebox.budget_ms", c->budget.budget_ms);
+	}
 	c->next = e->calls;
 	if (e->calls)
 		e->calls->prev = c;
@@ -863,70 +942,4 @@ struct engine *
 call_engine(const struct call *c)
 {
 	return c->e;
-}
-
-char *
-call_answer_json(const struct call_answer *a, int replayed)
-{
-	struct buf b;
-
-	/* Written straight into a buffer (no cJSON tree), keys in a fixed order
-	 * (tests/test_jsonutil.c pins the text). */
-	buf_init(&b, SIZE_MAX / 2);
-	if (a->http_status >= 300) {
-		char msg[160];
-
-		snprintf(msg, sizeof msg, "every rung of the ladder failed for route %s (%s)",
-			 a->route, a->reason);
-		buf_puts(&b, "{\"error\":{\"code\":\"exhausted\",\"message\":");
-		json_buf_string(&b, msg);
-		buf_puts(&b, ",\"reason\":");
-		json_buf_string(&b, a->reason);
-		buf_puts(&b, "},\"request_id\":");
-		json_buf_string(&b, a->request_id);
-		buf_puts(&b, ",\"attempts\":");
-		json_buf_number(&b, a->attempts);
-		buf_puts(&b, ",\"elapsed_ms\":");
-		json_buf_number(&b, (double)a->elapsed_ms);
-		buf_puts(&b, "}");
-		return buf_steal(&b);
-	}
-	buf_puts(&b, "{\"request_id\":");
-	json_buf_string(&b, a->request_id);
-	buf_puts(&b, ",\"route\":");
-	json_buf_string(&b, a->route);
-	buf_puts(&b, ",\"result\":");
-	if (a->result_json) /* printed once (call_answer_finish()), spliced in */
-		buf_puts(&b, a->result_json);
-	else if (a->result)
-		json_buf_item(&b, a->result);
-	else
-		buf_puts(&b, "null");
-	buf_puts(&b, ",\"source\":");
-	json_buf_string(&b, source_name(a->source));
-	buf_puts(&b, ",\"backend\":");
-	if (a->backend)
-		json_buf_string(&b, a->backend);
-	else
-		buf_puts(&b, "null");
-	buf_puts(&b, ",\"level\":");
-	json_buf_number(&b, a->level);
-	buf_puts(&b, a->degraded ? ",\"degraded\":true,\"reason\":"
-				 : ",\"degraded\":false,\"reason\":");
-	if (a->reason[0])
-		json_buf_string(&b, a->reason);
-	else
-		buf_puts(&b, "null");
-	buf_puts(&b, ",\"confidence\":");
-	if (a->has_confidence)
-		json_buf_number(&b, a->confidence);
-	else
-		buf_puts(&b, "null");
-	buf_puts(&b, a->review ? ",\"review\":\"pending\",\"attempts\":"
-			       : ",\"review\":\"none\",\"attempts\":");
-	json_buf_number(&b, a->attempts);
-	buf_puts(&b, ",\"elapsed_ms\":");
-	json_buf_number(&b, (double)a->elapsed_ms);
-	buf_puts(&b, replayed ? ",\"replayed\":true}" : ",\"replayed\":false}");
-	return buf_steal(&b);
 }

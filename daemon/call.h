@@ -15,16 +15,19 @@
 
 #include <cjson/cJSON.h>
 
+#include "call_answer.h"
 #include "outcome.h"
+#include "tracectx.h"
 #include "upstream.h"
 
 struct engine;
 struct call;
 
-/* A streaming caller's sink: each content delta relayed as the upstream
- * produces it (engine thread). The first call commits the call to that
+/* A streaming caller's sink: each chunk relayed as the upstream produces
+ * it (engine thread): text is its first choice's content delta, chunk the
+ * whole chunk (borrowed). The first call commits the call to that
  * upstream attempt: no fallback after it. */
-typedef void (*call_delta_fn)(void *arg, const char *text, size_t len);
+typedef void (*call_delta_fn)(void *arg, const char *text, size_t len, const cJSON *chunk);
 
 struct call_req {
 	int route;		  /* index into the engine's routes */
@@ -36,9 +39,14 @@ struct call_req {
 	char *callback_url;
 	cJSON *metadata;
 	int64_t recv_us;	       /* when the request was complete (the budget starts then) */
-	struct upstream_params params; /* facade pass-through; params.response_format owned */
+	struct upstream_params params; /* facade pass-through; params.response_format and
+					  params.extra owned */
 	call_delta_fn on_delta;	       /* non-NULL: stream the model's answer */
 	void *delta_arg;
+	struct tracectx trace;	 /* the call span's context (call_req_trace) */
+	uint8_t trace_parent[8]; /* the caller's span id; all zero: a root span */
+	int has_trace;		 /* 0: call_start() starts a new trace */
+	char *tracestate;	 /* the caller's, forwarded upstream unchanged; NULL: none */
 	int xcheck_backend; /* cross-check shadow: 1 + the only backend to ask; 0: a normal call */
 	int64_t xcheck_call_id; /* the checked call (its attempts rows name it) */
 };
@@ -46,32 +54,18 @@ struct call_req {
 void call_req_clear(struct call_req *cr);
 
 /* The answer, filled when done() runs. */
-struct call_answer {
-	unsigned http_status; /* 200, or 503 when exhausted with on_exhausted=error */
-	enum source source;
-	const char *backend; /* NULL when none */
-	int level;
-	int degraded;
-	char reason[64]; /* "" when not degraded */
-	cJSON *result;	 /* owned by the call; NULL when none */
-	char *text;	 /* the model's text / preset text, for the chat facade */
-	int has_confidence;
-	double confidence;
-	int review; /* 1: pending */
-	int attempts;
-	int64_t elapsed_ms;
-	const char *request_id;
-	const char *route;
-	int streamed;	       /* the model's answer went out as deltas */
-	char stream_error[32]; /* a streamed answer cut short: outcome name; "" otherwise */
-	int64_t prompt_tokens; /* from the upstream's usage; -1 unknown */
-	int64_t completion_tokens;
-	const char *json; /* call_answer_json(answer, 0), rendered once (owned by the call) */
-	const char *result_json; /* result printed once, for json and the calls row (owned by the
-				    call) */
-};
 
 typedef void (*call_done_fn)(struct call *c, const struct call_answer *a, void *arg);
+
+/*
+ * The trace context of cr's call from the caller's headers (either may be
+ * NULL): a valid traceparent makes the call's span its child, in its trace
+ * and with its sampled flag, and keeps a valid tracestate; otherwise (a
+ * malformed value is ignored, W3C level 1) a new trace starts, sampled at
+ * tracing.sample_rate.
+ */
+void call_req_trace(struct engine *e, struct call_req *cr, const char *traceparent,
+		    const char *tracestate);
 
 /* Start a call; done(c, answer, arg) runs exactly once, on the engine thread. */
 void call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg);
@@ -84,7 +78,6 @@ char *call_gen_request_id(struct engine *e);
 struct engine *call_engine(const struct call *c);
 
 /* Render the /call 200 body of API.md for an answer. New string. */
-char *call_answer_json(const struct call_answer *a, int replayed);
 
 /* Engine hooks: a transfer finished; free closed calls; a bulkhead slot
  * was handed to a waiting call; reload moved the runtime arrays (rmap /
@@ -96,3 +89,11 @@ void call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w);
 void call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
 		    struct backend_rt *backends, const int *bmap);
 void call_reap(struct engine *e);
+/*
+ * call_shadow.c, the engine's call_after_answer hook (daemon.c sets it):
+ * the rules shadow for every valid model answer, and the cross-check for
+ * a sample of those the primary step gave. call.c calls it only through
+ * the hook, so call_shadow.c stays above call.c.
+ */
+void call_shadow_after_answer(struct call *c, const cJSON *result, int has_conf, double conf,
+			      int primary);

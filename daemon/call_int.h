@@ -13,6 +13,7 @@
 #include "call.h"
 #include "engine.h"
 #include "review_q.h"
+#include "trace.h"
 
 struct call {
 	struct engine *e;
@@ -55,6 +56,8 @@ struct call {
 	const char *review_reason; /* "low_confidence", "manual": enqueue with the answer */
 	int xcheck;		   /* a cross-check shadow call: off the caller's path */
 	int force_bidx;		   /* -1, or the only backend this call may use */
+	char traceparent[TRACECTX_TRACEPARENT_LEN + 1]; /* the call span's, for answers */
+	struct trace_span span;				/* o NULL: not sampled or no export */
 	struct call_answer ans;
 	call_done_fn done;
 	void *done_arg;
@@ -62,6 +65,9 @@ struct call {
 
 /* The text that stands for the call's input (rules, cache, review items). */
 const char *call_input_text(const struct call *c);
+/* call_answer.c: end c's span with its answer; ns since the epoch of a wall time in ms. */
+void call_span_end(struct call *c);
+int64_t call_wall_ns(int64_t wall_ms);
 /*
  * One review item (pending). fn (NULL: nobody waits; a failure is logged)
  * hears once it is committed. 0 when under way.

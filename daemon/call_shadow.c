@@ -126,3 +126,12 @@ call_xcheck_start(struct call *c, const cJSON *result, int has_conf, double conf
 	cr.xcheck_call_id = c->id;
 	call_start(e, &cr, xcheck_done, x);
 }
+
+void
+call_shadow_after_answer(struct call *c, const cJSON *result, int has_conf, double conf,
+			 int primary)
+{
+	call_rules_shadow(c, result);
+	if (primary)
+		call_xcheck_start(c, result, has_conf, conf);
+}

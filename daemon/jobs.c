@@ -19,14 +19,12 @@
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
+#include "jobstate.h"
 #include "log.h"
 #include "notify.h"
 #include "util.h"
 
-/* JOB_ACCEPTING: its row is being committed; memory only, never a row's state. */
-enum job_state { JOB_QUEUED = 0, JOB_RUNNING, JOB_DONE, JOB_FAILED, JOB_ACCEPTING };
-
-static const char *const job_state_names[] = {"queued", "running", "done", "failed", "accepting"};
+/* The states are core/jobstate.h's; JOB_ACCEPTING (the row being committed) is never a row's. */
 
 /* Who waits for an accept's commit: the first accept, then duplicates. */
 struct job_waiter {
@@ -151,18 +149,25 @@ job_append(struct jobs *j, struct job *jb)
 }
 
 /*
- * A job's state changes here, with the counts. Its row: "running" is
- * written here, asynchronously (a crash re-runs the job anyway); "done"
- * and "failed" were committed by job_done() before they get here.
+ * A job's state changes here, with the counts, and only as
+ * job_state_next_ok() allows. Its row: "running" is written here,
+ * asynchronously (a crash re-runs the job anyway); "done" and "failed"
+ * were committed by job_done() before they get here.
  */
 static void
 job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 {
-	struct store_val v[] = {SVT(job_state_names[to]), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
+	struct store_val v[] = {SVT(job_state_name(to)), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
 				SVT(jb->request_id)};
 
 	if (jb->state == to)
 		return;
+	if (!job_state_next_ok(jb->state, to)) {
+		/* can't happen: a caller's bug, not a state to move into */
+		log_error("jobs", "%s: refused %s -> %s", jb->request_id, job_state_name(jb->state),
+			  job_state_name(to));
+		return;
+	}
 	if (jb->state == JOB_QUEUED)
 		j->nqueued--;
 	if (jb->state == JOB_RUNNING)
@@ -171,8 +176,8 @@ job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 		j->nqueued++;
 	if (to == JOB_RUNNING)
 		j->nrunning++;
-	log_debug("jobs", "%s: %s -> %s", jb->request_id, job_state_names[jb->state],
-		  job_state_names[to]);
+	log_debug("jobs", "%s: %s -> %s", jb->request_id, job_state_name(jb->state),
+		  job_state_name(to));
 	jb->state = to;
 	if (to == JOB_RUNNING)
 		store_put(j->e->store, STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v));
@@ -235,7 +240,7 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 	jr->to = a->http_status == 200 ? JOB_DONE : JOB_FAILED;
 	jr->response = xstrdup(a->json);
 	{
-		struct store_val v[] = {SVT(job_state_names[jr->to]), SVI(clock_wall_ms()),
+		struct store_val v[] = {SVT(job_state_name(jr->to)), SVI(clock_wall_ms()),
 					SVI(jb->tries), SVT(jr->response), SVT(jb->request_id)};
 		struct store_op op = {STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v)};
 
@@ -246,9 +251,12 @@ job_done(struct call *c, const struct call_answer *a, void *arg)
 	(void)c;
 }
 
-/* Build the call request of a job from its stored body. */
+/*
+ * Build the call request of a job from its stored body; its call is a
+ * child of the caller's span when the job was accepted with a traceparent.
+ */
 static void
-job_call_req(const struct job *jb, int route, struct call_req *cr)
+job_call_req(struct engine *e, const struct job *jb, int route, struct call_req *cr)
 {
 	cJSON *o = cJSON_Parse(jb->body);
 	const cJSON *v;
@@ -279,6 +287,12 @@ job_call_req(const struct job *jb, int route, struct call_req *cr)
 	v = cJSON_GetObjectItemCaseSensitive(o, "metadata");
 	if (v)
 		cr->metadata = cJSON_Duplicate(v, 1);
+	v = cJSON_GetObjectItemCaseSensitive(o, "traceparent");
+	if (cJSON_IsString(v)) {
+		const cJSON *ts = cJSON_GetObjectItemCaseSensitive(o, "tracestate");
+
+		call_req_trace(e, cr, v->valuestring, cJSON_IsString(ts) ? ts->valuestring : NULL);
+	}
 	cJSON_Delete(o);
 }
 
@@ -316,7 +330,7 @@ jobs_tick(struct jobs *j)
 			continue; /* a route gone by reload waits for one that brings it back */
 		jb->tries++;
 		job_set_state(j, jb, JOB_RUNNING);
-		job_call_req(jb, route, &cr);
+		job_call_req(e, jb, route, &cr);
 		started++;
 		call_start(e, &cr, job_done, jb);
 	}
@@ -485,16 +499,16 @@ jobs_lookup(struct jobs *j, const char *request_id, const char **route, const ch
 		return -ENOENT;
 	if (jb) {
 		*route = jb->route;
-		*state = job_state_names[jb->state];
+		*state = job_state_name(jb->state);
 		return 0;
 	}
 	store_reader_run(j->e->reader, STORE_Q_JOB_STATE, v, 1, state_row, &sc, &cause);
 	free(cause);
 	if (sc.state == NULL)
 		goto out;
-	for (i = 0; i < 4; i++)
-		if (strcmp(sc.state, job_state_names[i]) == 0)
-			*state = job_state_names[i];
+	for (i = 0; i < JOB_ACCEPTING; i++) /* the states a row can hold */
+		if (strcmp(sc.state, job_state_name(i)) == 0)
+			*state = job_state_name(i);
 	i = sc.route ? engine_route_index(j->e, sc.route) : -1;
 	*route = i >= 0 ? j->e->routes[i].cfg->name : "(unconfigured)";
 	if (sc.response)
@@ -548,7 +562,7 @@ job_accepted(struct engine *e, void *arg, int rc, int64_t rowid, const char *cau
 		      rc != 0 ? rc
 		      : first ? 0
 			      : JOBS_E_EXISTS,
-		      rc == 0 ? job_state_names[JOB_QUEUED] : NULL, cause);
+		      rc == 0 ? job_state_name(JOB_QUEUED) : NULL, cause);
 		first = 0;
 		free(w);
 	}
