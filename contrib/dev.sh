@@ -17,14 +17,16 @@ cd "$here"
 PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
 	libmicrohttpd-dev libcurl4-openssl-dev libsqlite3-dev libcjson-dev
 	libncurses-dev check tmux sqlite3 curl procps
-	prometheus iproute2 nftables clang libclang-rt-14-dev nginx-light openssl
-	clang-format)
+	prometheus prometheus-alertmanager iproute2 nftables clang libclang-rt-14-dev nginx-light openssl
+	clang-format libjemalloc-dev)
 # prometheus: promtool checks the /metrics output and the fleet rules;
+# prometheus-alertmanager: amtool and a real Alertmanager for the alert tests;
 # iproute2 + nftables: the network fault test (netem, or tbf and random
 # drop where the kernel has no sch_netem); clang + libclang-rt: the libFuzzer targets;
 # nginx-light (its http_v2 and echo modules) + openssl: the HTTP/2 upstream
 # of the http2 integration test (the guard below keeps its service stopped);
-# clang-format: the style test (tests/style.sh).
+# clang-format: the style test (tests/style.sh); libjemalloc-dev: fuseboxd's
+# allocator (meson option jemalloc, auto).
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -149,9 +151,9 @@ demo() {
 }
 
 bench() {
-	# wrk for the overhead baseline (nginx is in the base list), perf and
-	# valgrind to profile
-	PACKAGES+=(wrk linux-perf valgrind)
+	# wrk for the overhead baseline (nginx is in the base list), haproxy as
+	# the peer reverse proxy of the facade bench, perf and valgrind to profile
+	PACKAGES+=(wrk haproxy linux-perf valgrind)
 	deps
 	exec bash "$here/contrib/bench.sh" "$@"
 }

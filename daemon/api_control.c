@@ -8,6 +8,13 @@
  * runtime state; the answer is the updated object, in the same shape as in
  * /v1/state.
  *
+ * A fan-out from the console (API.md "Fleet") carries X-Fusebox-Action-Id;
+ * once control.c has committed the change, the id is set on the audit row
+ * it wrote (the newest row of that actor and target: the engine thread is
+ * the one writer of audit rows and the commit is synchronous, so no other
+ * row can come between). A header that is not 1-64 of [A-Za-z0-9._:-] is
+ * a 400 before anything changes.
+ *
  * Route traffic figures (rps_1m, p50_ms_1m, p99_ms_1m) come from the
  * `calls` rows of the last 60 s: those rows are written by the store's
  * writer thread in batches, so they lag the calls by up to ~50 ms; the
@@ -19,15 +26,65 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_common.h"
 #include "clock.h"
 #include "control.h"
 #include "engine.h"
 #include "http.h"
+#include "log.h"
 #include "reload.h"
 #include "util.h"
 #include "jsonutil.h"
 
-#define WEIGHT_MAX 1000000
+#define WEIGHT_MAX    1000000
+#define ACTION_ID_MAX 64
+
+/* The request's X-Fusebox-Action-Id: 0 with *id (NULL when absent), or -1 after a 400. */
+static int
+action_id_get(struct http_req *r, const char **id)
+{
+	const char *h = http_req_header(r, "X-Fusebox-Action-Id");
+	size_t i, n;
+
+	*id = NULL;
+	if (h == NULL)
+		return 0;
+	n = strlen(h);
+	for (i = 0; i < n; i++)
+		if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') ||
+		      (h[i] >= '0' && h[i] <= '9') || strchr("._:-", h[i]) != NULL))
+			break;
+	if (n == 0 || n > ACTION_ID_MAX || i < n) {
+		http_respond_error(r, 400, "bad_request",
+				   "X-Fusebox-Action-Id: must be 1-%d of A-Z a-z 0-9 . _ : -",
+				   ACTION_ID_MAX);
+		return -1;
+	}
+	*id = h;
+	return 0;
+}
+
+/* Set id on the audit row just committed for target ("route:NAME", "backend:NAME"). */
+static void
+action_id_store(struct http_req *r, struct engine *e, const char *id, const char *kind,
+		const char *name)
+{
+	char target[192], *cause = NULL;
+	struct store_val v[3];
+	struct store_op op = {STORE_AUDIT_ACTION_ID_SET, v, 3};
+
+	if (id == NULL)
+		return;
+	snprintf(target, sizeof target, "%s:%s", kind, name);
+	v[0] = SVT(id);
+	v[1] = SVT(r->actor);
+	v[2] = SVT(target);
+	if (store_commit_now(e->store, &op, 1, NULL, &cause) != 0) {
+		log_warn("control", "audit %s: action id %s not stored: %s", target, id,
+			 cause ? cause : "store error");
+		free(cause);
+	}
+}
 
 static void
 add_int_or_null(cJSON *o, const char *key, int64_t v)
@@ -53,6 +110,7 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 	 * (+ a generous slack): that bound lets SQLite use calls_started_at. */
 	struct store_val v[] = {SVT(rc->name), SVI(now_wall - 60000 - rc->budget_ms - 60000),
 				SVI(now_wall - 60000), SVI(0)};
+	uint64_t cut = store_reader_timeouts(e->reader);
 	int64_t n;
 
 	n = store_reader_run_int(e->reader, STORE_Q_ROUTE_CALLS, v, 3, 0);
@@ -62,7 +120,9 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 		v[3] = SVI((50 * n + 99) / 100 - 1);
 		st->p50_ms = store_reader_run_int(e->reader, STORE_Q_ROUTE_ELAPSED_RANK, v, 4, -1);
 		v[3] = SVI((99 * n + 99) / 100 - 1);
-		st->p99_ms = store_reader_run_int(e->reader, STORE_Q_ROUTE_ELAPSED_RANK, v, 4, -1);
+		if (store_reader_timeouts(e->reader) == cut)
+			st->p99_ms = store_reader_run_int(e->reader, STORE_Q_ROUTE_ELAPSED_RANK, v,
+							  4, -1);
 	}
 	st->review_pending = store_reader_run_int(e->reader, STORE_Q_ROUTE_REVIEWS_OPEN, v, 1, 0);
 }
@@ -188,11 +248,35 @@ respond_json(struct http_req *r, cJSON *o)
 	http_respond(r, 200, body, strlen(body));
 }
 
+/*
+ * The store's health: "ok", or "storage_degraded" while log rows are
+ * being lost to a failing disk (store.h, stats.degraded).
+ */
+static cJSON *
+storage_json(struct engine *e)
+{
+	cJSON *so = cJSON_CreateObject();
+	struct store_stats ss;
+
+	store_get_stats(e->store, &ss);
+	cJSON_AddStringToObject(so, "state", ss.degraded ? "storage_degraded" : "ok");
+	cJSON_AddNumberToObject(so, "log_rows_dropped", (double)ss.rows_dropped);
+	cJSON_AddNumberToObject(so, "log_rows_truncated", (double)ss.truncated);
+	cJSON_AddNumberToObject(so, "read_timeouts", (double)store_reader_timeouts(e->reader));
+	cJSON_AddItemToObject(so, "last_loss_at", json_time(ss.degraded_at));
+	if (ss.last_error[0] != '\0')
+		cJSON_AddStringToObject(so, "last_error", ss.last_error);
+	else
+		cJSON_AddNullToObject(so, "last_error");
+	return so;
+}
+
 static void
 handle_state(struct http_req *r, struct engine *e)
 {
 	cJSON *o = cJSON_CreateObject(), *routes, *backends;
 	int64_t now_ms = clock_mono_ms(), now_wall = clock_wall_ms();
+	uint64_t cut = store_reader_timeouts(e->reader);
 	char ts[40];
 	int i;
 
@@ -202,11 +286,20 @@ handle_state(struct http_req *r, struct engine *e)
 	cJSON_AddNumberToObject(o, "uptime_s", (double)((now_wall - e->started_wall_ms) / 1000));
 	cJSON_AddNumberToObject(o, "inflight", e->inflight);
 	routes = cJSON_AddArrayToObject(o, "routes");
-	for (i = 0; i < e->nroutes; i++)
+	for (i = 0; i < e->nroutes && store_reader_timeouts(e->reader) == cut; i++)
 		cJSON_AddItemToArray(routes, route_json(e, i, now_wall));
 	backends = cJSON_AddArrayToObject(o, "backends");
 	for (i = 0; i < e->nbackends; i++)
 		cJSON_AddItemToArray(backends, backend_json(e, &e->backends[i], now_ms));
+	cJSON_AddItemToObject(o, "storage", storage_json(e));
+	if (store_reader_timeouts(e->reader) != cut) {
+		/* a route's figures could not be read in time: no half answer */
+		cJSON_Delete(o);
+		http_req_add_header(r, "Retry-After", "1");
+		http_respond_error(r, 503, "storage_slow",
+				   "reading the route figures took too long; try again");
+		return;
+	}
 	respond_json(r, o);
 }
 
@@ -296,10 +389,11 @@ handle_level_put(struct http_req *r, struct engine *e)
 	const cJSON *v;
 	const char *reason;
 	char *cause = NULL;
+	const char *aid;
 	int64_t level, ttl_s = 0;
 	int route, rc;
 
-	if ((route = route_param(r, e)) < 0)
+	if ((route = route_param(r, e)) < 0 || action_id_get(r, &aid) != 0)
 		goto out;
 	if (body_object(r, &o) != 0)
 		goto out;
@@ -329,6 +423,7 @@ handle_level_put(struct http_req *r, struct engine *e)
 		respond_control_error(r, rc, cause);
 		goto out;
 	}
+	action_id_store(r, e, aid, "route", e->routes[route].cfg->name);
 	respond_json(r, route_json(e, route, clock_wall_ms()));
 out:
 	cJSON_Delete(o);
@@ -339,16 +434,18 @@ static void
 handle_level_delete(struct http_req *r, struct engine *e)
 {
 	struct control_who who = {r->actor, r->remote};
+	const char *aid;
 	char *cause = NULL;
 	int route, rc;
 
-	if ((route = route_param(r, e)) < 0)
+	if ((route = route_param(r, e)) < 0 || action_id_get(r, &aid) != 0)
 		goto out;
 	rc = control_level_release(e, route, &who, &cause);
 	if (rc != 0) {
 		respond_control_error(r, rc, cause);
 		goto out;
 	}
+	action_id_store(r, e, aid, "route", e->routes[route].cfg->name);
 	respond_json(r, route_json(e, route, clock_wall_ms()));
 out:
 	free(cause);
@@ -361,11 +458,11 @@ handle_weights_put(struct http_req *r, struct engine *e)
 	const struct route_cfg *rc;
 	cJSON *o = NULL;
 	const cJSON *ws, *m;
-	const char *reason;
+	const char *reason, *aid;
 	char *cause = NULL;
 	int *w = NULL, route, j, found, err;
 
-	if ((route = route_param(r, e)) < 0)
+	if ((route = route_param(r, e)) < 0 || action_id_get(r, &aid) != 0)
 		goto out;
 	if (body_object(r, &o) != 0)
 		goto out;
@@ -409,6 +506,7 @@ handle_weights_put(struct http_req *r, struct engine *e)
 		respond_control_error(r, err, cause);
 		goto out;
 	}
+	action_id_store(r, e, aid, "route", rc->name);
 	respond_json(r, route_json(e, route, clock_wall_ms()));
 out:
 	free(w);
@@ -422,7 +520,7 @@ handle_breaker_put(struct http_req *r, struct engine *e)
 	struct control_who who = {r->actor, r->remote};
 	cJSON *o = NULL;
 	const cJSON *v;
-	const char *reason;
+	const char *reason, *aid;
 	char *cause = NULL;
 	enum breaker_force f;
 	int i, rc;
@@ -435,7 +533,7 @@ handle_breaker_put(struct http_req *r, struct engine *e)
 				   r->params[0]);
 		goto out;
 	}
-	if (body_object(r, &o) != 0)
+	if (action_id_get(r, &aid) != 0 || body_object(r, &o) != 0)
 		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(o, "state");
 	if (cJSON_IsString(v) && strcmp(v->valuestring, "forced_open") == 0) {
@@ -458,6 +556,7 @@ handle_breaker_put(struct http_req *r, struct engine *e)
 		respond_control_error(r, rc, cause);
 		goto out;
 	}
+	action_id_store(r, e, aid, "backend", e->backends[i].cfg->name);
 	respond_json(r, backend_json(e, &e->backends[i], clock_mono_ms()));
 out:
 	cJSON_Delete(o);
@@ -514,6 +613,82 @@ out:
 	free(after);
 }
 
+#define AUDIT_LIMIT_DEFAULT 200
+#define AUDIT_LIMIT_MAX	    1000
+
+/* A JSON text column as JSON (null when NULL; a string when it does not parse). */
+static void
+add_json_col(cJSON *o, const char *key, sqlite3_stmt *row, int i)
+{
+	const unsigned char *t = sqlite3_column_text(row, i);
+	cJSON *v;
+
+	if (t == NULL) {
+		cJSON_AddNullToObject(o, key);
+		return;
+	}
+	v = cJSON_Parse((const char *)t);
+	cJSON_AddItemToObject(o, key, v != NULL ? v : cJSON_CreateString((const char *)t));
+}
+
+static void
+add_text_col(cJSON *o, const char *key, sqlite3_stmt *row, int i)
+{
+	const unsigned char *t = sqlite3_column_text(row, i);
+
+	json_add_string(o, key, (const char *)t);
+}
+
+static int
+audit_row(void *arg, sqlite3_stmt *row)
+{
+	cJSON *arr = arg, *x = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(x, "id", (double)sqlite3_column_int64(row, 0));
+	json_add_time(x, "at", sqlite3_column_int64(row, 1));
+	add_text_col(x, "actor", row, 2);
+	add_text_col(x, "action", row, 3);
+	add_text_col(x, "target", row, 4);
+	add_json_col(x, "before", row, 5);
+	add_json_col(x, "after", row, 6);
+	add_text_col(x, "remote", row, 7);
+	add_text_col(x, "action_id", row, 8);
+	cJSON_AddItemToArray(arr, x);
+	return 0;
+}
+
+/* GET /v1/audit?after=ID&limit=200 (API.md "Fleet"): audit rows, ascending id. */
+static void
+handle_audit(struct http_req *r, struct engine *e)
+{
+	const char *a = http_req_arg(r, "after"), *l = http_req_arg(r, "limit");
+	int64_t after = 0, limit = AUDIT_LIMIT_DEFAULT;
+	struct store_val v[2];
+	char *cause = NULL;
+	cJSON *o, *arr;
+
+	if (a != NULL && (parse_int64(a, &after) != 0 || after < 0)) {
+		http_respond_error(r, 400, "bad_request", "after: must be an audit id >= 0");
+		return;
+	}
+	if (l != NULL && (parse_int64(l, &limit) != 0 || limit < 1)) {
+		http_respond_error(r, 400, "bad_request", "limit: must be an integer >= 1");
+		return;
+	}
+	limit = MIN(limit, AUDIT_LIMIT_MAX);
+	o = cJSON_CreateObject();
+	arr = cJSON_AddArrayToObject(o, "audit");
+	v[0] = SVI(after);
+	v[1] = SVI(limit);
+	if (store_reader_run(e->reader, STORE_Q_AUDIT_AFTER, v, 2, audit_row, arr, &cause) != 0) {
+		cJSON_Delete(o);
+		api_store_error(r, e->reader, cause);
+		free(cause);
+		return;
+	}
+	respond_json(r, o);
+}
+
 const struct endpoint api_control_endpoints[] = {
 	{HTTP_POST, "/v1/reload", ACCESS_OPERATOR, handle_reload},
 	{HTTP_GET, "/v1/state", ACCESS_VIEWER, handle_state},
@@ -521,5 +696,6 @@ const struct endpoint api_control_endpoints[] = {
 	{HTTP_DELETE, "/v1/routes/{}/level", ACCESS_OPERATOR, handle_level_delete},
 	{HTTP_PUT, "/v1/routes/{}/weights", ACCESS_OPERATOR, handle_weights_put},
 	{HTTP_PUT, "/v1/backends/{}/breaker", ACCESS_OPERATOR, handle_breaker_put},
+	{HTTP_GET, "/v1/audit", ACCESS_VIEWER, handle_audit},
 	{0, NULL, 0, NULL},
 };

@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "api_common.h"
 #include "clock.h"
 #include "engine.h"
 #include "http.h"
@@ -112,7 +113,7 @@ load_item(struct http_req *r, struct engine *e, struct review_item *it)
 	if (rc == REVIEW_Q_E_NOT_FOUND)
 		http_respond_error(r, 404, "unknown_review", "no review item %lld", (long long)id);
 	else if (rc != 0)
-		http_respond_error(r, 500, "store_error", "%s", cause ? cause : "query failed");
+		api_store_error(r, e->reader, cause);
 	free(cause);
 	return rc;
 }
@@ -278,7 +279,7 @@ handle_list(struct http_req *r, struct engine *e)
 	o = NULL;
 	goto out;
 fail:
-	http_respond_error(r, 500, "store_error", "%s", cause ? cause : "query failed");
+	api_store_error(r, e->reader, cause);
 out:
 	cJSON_Delete(o);
 	free(cause);
@@ -551,8 +552,7 @@ handle_export(struct http_req *r, struct engine *e)
 
 		if (store_reader_run(e->reader, STORE_Q_REVIEW_EXPORT, v, (int)ARRAY_SIZE(v),
 				     export_row, &x, &cause) != 0) {
-			http_respond_error(r, 500, "store_error", "%s",
-					   cause ? cause : "query failed");
+			api_store_error(r, e->reader, cause);
 			goto out;
 		}
 	}

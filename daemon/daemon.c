@@ -17,7 +17,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "api_diagnose.h"
 #include "cache.h"
 #include "call.h"
 #include "canary.h"
@@ -31,6 +33,8 @@
 #include "notify.h"
 #include "obs.h"
 #include "review_q.h"
+#include "sdnotify.h"
+#include "trace.h"
 #include "util.h"
 
 #define IDEM_CAPACITY	200000
@@ -78,6 +82,13 @@ tick_review_q(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms)
 	review_q_tick(e, now_wall_ms);
 }
 
+/* The service manager's watchdog: pinged from the loop's cron, so a stuck loop stops the pings. */
+static void
+tick_watchdog(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms)
+{
+	sdnotify_send("WATCHDOG=1");
+}
+
 static void
 reap_calls(struct engine *e, void *arg)
 {
@@ -95,6 +106,8 @@ hooks_register(struct engine *e)
 
 	for (i = 0; i < ARRAY_SIZE(ticks) && r == 0; i++)
 		r = engine_on_tick(e, ticks[i], NULL);
+	if (r == 0 && sdnotify_watchdog_ms() > 0)
+		r = engine_on_tick(e, tick_watchdog, NULL);
 	if (r == 0)
 		r = engine_on_before_sleep(e, reap_calls, NULL);
 	return r;
@@ -120,7 +133,10 @@ daemon_create(struct config *cfg, struct store *st, struct engine **out, char **
 		*cause = xasprintf("notify: %s", strerror(-r));
 		goto out;
 	}
+	/* Callbacks go only where callbacks.allow says (checked after DNS). */
+	notify_allow_set(e->notify, e->cfg->callbacks_allow, e->cfg->ncallbacks_allow);
 	e->control = control_new(e);
+	e->call_after_answer = call_shadow_after_answer;
 	r = control_restore(e, cause);
 	if (r != 0)
 		goto out;
@@ -135,6 +151,19 @@ daemon_create(struct config *cfg, struct store *st, struct engine **out, char **
 		*cause = xasprintf("engine hooks: %s", strerror(-r));
 		goto out;
 	}
+	if (e->cfg->tracing.endpoint != NULL) {
+		char host[256] = "";
+		struct trace_exporter *x;
+
+		gethostname(host, sizeof host - 1);
+		x = trace_exporter_new(&e->cfg->tracing, st, host[0] ? host : NULL, FB_VERSION,
+				       cause);
+		if (x == NULL) {
+			r = -1;
+			goto out;
+		}
+		trace_install(x);
+	}
 	*out = e;
 	e = NULL;
 out:
@@ -145,7 +174,7 @@ out:
 /* Dispatch order: the first table with a matching pattern and method wins. */
 static const struct endpoint *const endpoint_tables[] = {
 	api_call_endpoints, api_control_endpoints, api_review_endpoints,
-	api_chat_endpoints, api_slo_endpoints,
+	api_chat_endpoints, api_slo_endpoints,	   api_diagnose_endpoints,
 };
 
 void
@@ -170,9 +199,13 @@ daemon_free(struct engine *e)
 {
 	if (e == NULL)
 		return;
+	/* The diagnose worker ends first (its answer leaves in the drain). */
+	api_diagnose_stop(e);
 	/* Drain first: calls finish, answers leave, posted tasks run. */
 	engine_stop(e);
 	engine_before_sleep(e);
+	/* The drained calls' spans leave in one last flush. */
+	trace_exporter_free(trace_installed());
 	/* The services go before the engine: some hold its reader connection. */
 	jobs_free(e->jobs);
 	review_q_free(e->review_q);

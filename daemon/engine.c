@@ -12,6 +12,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -684,6 +685,40 @@ engine_route_rt_free(struct route_rt *rt)
 	rt->forced_actor = rt->forced_reason = NULL;
 }
 
+/*
+ * The store's settings from the config: the text bound of log rows and,
+ * with database_group, the DB files' group and mode 0640.
+ */
+static int
+engine_storage_setup(const struct config *cfg, struct store *st, char **cause)
+{
+	struct group gr, *found = NULL;
+	char buf[4096], *end, *why = NULL;
+	unsigned long v;
+	gid_t gid;
+	int r;
+
+	store_limit_set(st, cfg->log.max_input_bytes);
+	if (cfg->database_group == NULL)
+		return 0;
+	v = strtoul(cfg->database_group, &end, 10);
+	if (*cfg->database_group != '\0' && *end == '\0') {
+		gid = (gid_t)v;
+	} else if (getgrnam_r(cfg->database_group, &gr, buf, sizeof buf, &found) == 0 &&
+		   found != NULL) {
+		gid = found->gr_gid;
+	} else {
+		*cause = xasprintf("database_group: no group \"%s\"", cfg->database_group);
+		return -ENOENT;
+	}
+	r = store_files_share(cfg->database, gid, &why);
+	if (r != 0) {
+		*cause = xasprintf("database_group: %s", why != NULL ? why : strerror(-r));
+		free(why);
+	}
+	return r;
+}
+
 int
 engine_create(struct config *cfg, struct store *st, struct engine **out, char **cause)
 {
@@ -745,6 +780,9 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	for (i = 0; i < cfg->nroutes; i++)
 		engine_route_rt_init(&e->routes[i], &cfg->routes[i]);
 
+	r = engine_storage_setup(cfg, st, cause);
+	if (r != 0)
+		goto out;
 	/* Row ids continue after the highest one on disk (rows are written
 	 * asynchronously, so the daemon assigns them). */
 	if (store_reader_open(cfg->database, &rd, cause) != 0) {
@@ -774,6 +812,13 @@ int
 engine_start(struct engine *e)
 {
 	int r;
+
+	/*
+	 * From here on the reader serves requests on the engine thread: no read
+	 * may hold the loop longer than database_read_timeout_ms (the loads
+	 * before this, at start-up, are not bounded).
+	 */
+	store_reader_deadline_set(e->reader, e->cfg->database_read_timeout_ms);
 
 	timerheap_arm(&e->timers, &e->cron_timer, clock_mono_us() + CRON_MS * 1000);
 	r = pthread_create(&e->thread, NULL, engine_main, e);

@@ -178,6 +178,10 @@ struct engine {
 	struct jobs *jobs;	     /* the L3 async queue */
 	struct review_q *review_q;   /* review queue: open counts, overflow (review_q.c) */
 	struct control *control;     /* the forced levels' TTL timer (control.c) */
+	/* After a call's valid model answer (primary: answered by the primary
+	 * step), off the caller's path; set by daemon.c (call_shadow.c). */
+	void (*call_after_answer)(struct call *c, const cJSON *result, int has_conf, double conf,
+				  int primary);
 	const char **route_names;
 	int inflight;		/* calls admitted and not answered */
 	struct call *calls;	/* live calls (doubly linked) */

@@ -2,9 +2,12 @@
 /*
  * http: the HTTP front (libmicrohttpd in external epoll mode, run by the
  * engine thread: http_epoll_fd() joins the engine's epoll set and the
- * engine calls http_run()). It reads and bounds requests, checks auth,
- * finds the endpoint in the api_*.c tables and calls its handler at once
- * on the engine thread. A handler answers with http_respond() — inside
+ * engine calls http_run()). It accepts connections itself (caps, header
+ * timeout: 503 / 408 and close), screens each request on its headers
+ * before reading a body (framing, Host, Origin, endpoint, auth, media
+ * type, body caps: docs/CONFIG-NOTES.md "The HTTP front"), finds the
+ * endpoint in the api_*.c tables and calls its handler at once on the
+ * engine thread. A handler answers with http_respond() — inside
  * the handler (written in the same turn) or later, when the call ends
  * (the connection waits suspended). A waiting call costs a suspended
  * connection, never a thread.
@@ -21,6 +24,7 @@
 
 struct engine;
 struct config;
+struct sockaddr;
 
 enum http_method { HTTP_GET = 0, HTTP_POST, HTTP_PUT, HTTP_DELETE, HTTP_OTHER };
 
@@ -33,7 +37,7 @@ enum http_access {
 	ACCESS_OPERATOR,
 };
 
-/* One allocation: k owns it, v points inside (http.c kv_set()). */
+/* One allocation: k owns it, v points inside (http_req.c kv_set()). */
 struct http_kv {
 	char *k;
 	char *v;
@@ -64,6 +68,7 @@ extern const struct endpoint api_control_endpoints[];
 extern const struct endpoint api_chat_endpoints[];
 extern const struct endpoint api_review_endpoints[];
 extern const struct endpoint api_slo_endpoints[];
+extern const struct endpoint api_diagnose_endpoints[];
 
 struct http_req {
 	struct MHD_Connection *conn;
@@ -82,8 +87,10 @@ struct http_req {
 	int role;	 /* enum role of the token, -1 when none */
 	int64_t recv_us; /* monotonic µs when the request was complete */
 	const struct endpoint *ep;
-	int state;	 /* private to http.c */
-	int inline_call; /* private to http.c: the handler is running inside http_access() */
+	int state;	  /* private to http.c */
+	int inline_call;  /* private to http.c: the handler is running inside http_access() */
+	int close_after;  /* private to http*.c: answer with Connection: close */
+	int64_t reserved; /* private to http*.c: bytes counted against max_buffered_body_bytes */
 	struct http_stream *stream; /* private to http.c; non-NULL for a streaming answer */
 	/* response, set by http_respond() */
 	unsigned status;
@@ -100,8 +107,18 @@ struct http_opts {
 	const char *host; /* "127.0.0.1" */
 	int port;	  /* 0: ephemeral */
 	int64_t max_body_bytes;
+	int64_t max_buffered_body_bytes; /* all bodies held at once; 0: no cap */
 	int max_connections;
-	int conn_timeout_s; /* idle / slow client timeout */
+	int max_connections_per_ip; /* 0: no cap */
+	int conn_timeout_s;	    /* a request body may pause this long */
+	int header_timeout_s;	    /* a new connection's headers must be in by then; 0: off */
+	int idle_timeout_s; /* a keep-alive connection between requests; 0: conn_timeout_s */
+	/* Host names accepted besides the listen address, and the browser
+	 * Origins accepted (any other Origin: 403); copied. */
+	char *const *allowed_hosts;
+	int nallowed_hosts;
+	char *const *allowed_origins;
+	int nallowed_origins;
 	int callers_require_token;
 	int metrics_public;
 	struct tokens
@@ -114,6 +131,12 @@ struct http_opts {
 int http_start(const struct http_opts *o, struct engine *e, struct http_server **out, char **cause);
 /* The port actually bound (for port 0). */
 int http_port(const struct http_server *s);
+/*
+ * Hand over an accepted, non-blocking stream socket as if the listen
+ * socket had given it (the caps apply; fuzz and tests). 0, or -errno when
+ * it was refused (fd is closed in every case).
+ */
+int http_adopt(struct http_server *s, int fd, const struct sockaddr *sa, unsigned sa_len);
 /* Stop accepting new connections (drain). */
 void http_quiesce(struct http_server *s);
 /* Requests received and not yet answered and sent. */
@@ -134,6 +157,25 @@ void http_engine_source(struct http_server *s, struct engine_source *src);
  */
 void http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token,
 		   int metrics_public);
+
+/* Connections by state, and what the front turned away (for /metrics). */
+enum http_conn_state { HTTP_CONN_READING = 0, HTTP_CONN_ACTIVE, HTTP_CONN_IDLE, HTTP_CONN__COUNT };
+enum http_refusal {
+	HTTP_REFUSED_CAPACITY = 0,   /* max_connections reached: 503 and close */
+	HTTP_REFUSED_PER_IP,	     /* max_connections_per_ip reached: 503 and close */
+	HTTP_REFUSED_FD_LIMIT,	     /* accept() out of descriptors: 503 and close */
+	HTTP_REFUSED_HEADER_TIMEOUT, /* headers not in within header_timeout_s: 408 and close */
+	HTTP_REFUSED_BODY_MEMORY,    /* max_buffered_body_bytes reached or no memory: 503 */
+	HTTP_REFUSED__COUNT,
+};
+struct http_conn_stats {
+	int64_t conns[HTTP_CONN__COUNT];
+	uint64_t refused[HTTP_REFUSED__COUNT];
+	int64_t buffered_body_bytes;
+};
+void http_conn_stats(struct http_server *s, struct http_conn_stats *out);
+const char *http_conn_state_name(enum http_conn_state st);
+const char *http_refusal_name(enum http_refusal why);
 
 /* Add a response header (copied). At most HTTP_MAX_RESP_HEADERS. */
 void http_req_add_header(struct http_req *r, const char *name, const char *value);

@@ -10,6 +10,7 @@
 #include "reload.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +20,10 @@
 #include "engine.h"
 #include "http.h"
 #include "log.h"
+#include "notify.h"
 #include "obs.h"
 #include "review_q.h"
+#include "sdnotify.h"
 #include "tokens.h"
 #include "util.h"
 
@@ -189,8 +192,12 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 	h->next = e->hold;
 	e->hold = h;
 	e->cfg = ncfg;
+	notify_allow_set(e->notify, ncfg->callbacks_allow, ncfg->ncallbacks_allow);
+	store_limit_set(e->store, ncfg->log.max_input_bytes);
+	store_reader_deadline_set(e->reader, ncfg->database_read_timeout_ms);
 	review_q_reconfigure(e, clock_wall_ms());
 	log_set_level(ncfg->log.level);
+	log_set_format(ncfg->log.format);
 	/* The previous configuration goes when its last call ends (maybe now). */
 	h->next->refs++;
 	engine_hold_put(e, h->next);
@@ -204,8 +211,32 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 	return 0;
 }
 
-int
-reload_from_disk(struct engine *e, char **cause)
+/*
+ * A reload that leaves no viewer or operator token shuts the control
+ * plane (the console, /v1/state, the next /v1/reload): said loudly, in
+ * the log and as a reload event, since only a restart or SIGHUP undoes it.
+ */
+static void
+tokens_warn_closed(struct engine *e, const struct tokens *t)
+{
+	static const char what[] =
+		"NO CONTROL-PLANE TOKENS after reload: every control-plane request is refused "
+		"with 401 until the tokens file has a viewer or operator token and the daemon "
+		"reloads (SIGHUP)";
+	const char *why = "missing";
+	int i;
+
+	for (i = 0; t != NULL && i < t->n; i++)
+		if (t->v[i].role >= ROLE_VIEWER)
+			return;
+	if (t != NULL)
+		why = t->n == 0 ? "empty" : "caller tokens only";
+	log_warn("reload", "%s (tokens file %s: %s)", what, e->cfg->tokens_file, why);
+	engine_event(e, "reload", e->cfg->tokens_file, what);
+}
+
+static int
+reload_read_apply(struct engine *e, char **cause)
 {
 	struct config *ncfg = NULL;
 	struct tokens *tokens = NULL;
@@ -228,10 +259,44 @@ reload_from_disk(struct engine *e, char **cause)
 
 		/* Tokens change only with a configuration that was applied. */
 		r = reload_apply(e, ncfg, cause);
+		if (r == 0)
+			tokens_warn_closed(e, tokens);
 		if (r == 0 && e->srv)
 			http_set_auth(e->srv, tokens, crt, mp);
 		else
 			tokens_free(tokens);
 	}
+	return r;
+}
+
+/*
+ * The service manager sees the reload as one: RELOADING=1, then READY=1
+ * either way (still serving). A refusal is one log line, its errors (one a
+ * line in *cause) joined by "; ".
+ */
+int
+reload_from_disk(struct engine *e, char **cause)
+{
+	struct buf joined;
+	const char *p, *nl;
+	int r;
+
+	sdnotify_reloading();
+	r = reload_read_apply(e, cause);
+	if (r != 0) {
+		buf_init(&joined, SIZE_MAX);
+		for (p = *cause ? *cause : ""; *p != '\0'; p = *nl ? nl + 1 : nl) {
+			nl = p + strcspn(p, "\n");
+			if (nl > p)
+				buf_printf(&joined, "%s%.*s", joined.len ? "; " : "", (int)(nl - p),
+					   p);
+		}
+		log_error("reload", "configuration refused, keeping the running one: %s",
+			  joined.data ? joined.data : "unknown error");
+		buf_free(&joined);
+	}
+	obs_reload_counted(e->obs, r == 0);
+	sdnotify_send(r == 0 ? "READY=1\nSTATUS=configuration reloaded"
+			     : "READY=1\nSTATUS=configuration refused: running the previous one");
 	return r;
 }

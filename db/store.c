@@ -9,38 +9,38 @@
 #include "store.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "migrations.h"
 #include "store_int.h"
 
 #define STORE_BUSY_TIMEOUT_MS 5000
 
-struct store_stmt_def {
-	const char *name;
-	const char *sql;
-};
-
 /* The writer's statements; column orders are documented in store.h. */
-static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
+const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 	[STORE_CALL_INSERT] = {"call_insert",
 			       "INSERT OR REPLACE INTO calls (id, request_id, route, started_at, "
 			       "finished_at, elapsed_ms, budget_ms, level, source, backend, "
 			       "degraded, reason, attempts, confidence, review, http_status, "
-			       "input, result, response, status) VALUES (?1, ?2, ?3, ?4, ?5, "
-			       "?6, ?7, ?8, ?9, ?10, coalesce(?11, 0), ?12, coalesce(?13, 0), "
-			       "?14, coalesce(?15, 0), ?16, ?17, ?18, ?19, ?20)"},
-	[STORE_ATTEMPT_INSERT] = {"attempt_insert",
-				  "INSERT INTO attempts (id, call_id, request_id, route, backend, "
-				  "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
-				  "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
-				  "output_tokens, raw_output) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-				  "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"},
+			       "input, result, response, status, trace_id) VALUES (?1, ?2, ?3, ?4, "
+			       "?5, ?6, ?7, ?8, ?9, ?10, coalesce(?11, 0), ?12, coalesce(?13, 0), "
+			       "?14, coalesce(?15, 0), ?16, ?17, ?18, ?19, ?20, ?21)"},
+	[STORE_ATTEMPT_INSERT] =
+		{"attempt_insert",
+		 "INSERT INTO attempts (id, call_id, request_id, route, backend, "
+		 "attempt_no, started_at, timeout_ms, connect_ms, first_byte_ms, "
+		 "total_ms, http_status, outcome, retry_after_ms, input_tokens, "
+		 "output_tokens, raw_output, span_id, upstream_headers) VALUES (?1, "
+		 "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+		 "?16, ?17, ?18, ?19)"},
 	[STORE_VFAIL_INSERT] = {"vfail_insert",
 				"INSERT INTO validation_failures (id, attempt_id, call_id, route, "
 				"stage, rule, detail, raw_output, at) VALUES (?1, ?2, ?3, ?4, ?5, "
@@ -56,14 +56,14 @@ static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 		 "smart_good, latency_ok, timeouts, retries, attempts, "
 		 "format_violations, src_llm, src_backup, src_rules, src_cache, "
 		 "src_preset, src_manual, review_decided, review_corrected, "
-		 "shadow_total, shadow_agree, cross_total, cross_agree) VALUES "
+		 "shadow_total, shadow_agree, cross_total, cross_agree, no_llm) VALUES "
 		 "(?1, ?2, coalesce(?3, 0), coalesce(?4, 0), coalesce(?5, 0), "
 		 "coalesce(?6, 0), coalesce(?7, 0), coalesce(?8, 0), "
 		 "coalesce(?9, 0), coalesce(?10, 0), coalesce(?11, 0), "
 		 "coalesce(?12, 0), coalesce(?13, 0), coalesce(?14, 0), "
 		 "coalesce(?15, 0), coalesce(?16, 0), coalesce(?17, 0), "
 		 "coalesce(?18, 0), coalesce(?19, 0), coalesce(?20, 0), "
-		 "coalesce(?21, 0), coalesce(?22, 0)) "
+		 "coalesce(?21, 0), coalesce(?22, 0), coalesce(?23, 0)) "
 		 "ON CONFLICT (route, minute) DO UPDATE SET "
 		 "total = total + excluded.total, "
 		 "service_good = service_good + excluded.service_good, "
@@ -85,7 +85,8 @@ static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 		 "shadow_total = shadow_total + excluded.shadow_total, "
 		 "shadow_agree = shadow_agree + excluded.shadow_agree, "
 		 "cross_total = cross_total + excluded.cross_total, "
-		 "cross_agree = cross_agree + excluded.cross_agree"},
+		 "cross_agree = cross_agree + excluded.cross_agree, "
+		 "no_llm = no_llm + excluded.no_llm"},
 	[STORE_JOB_INSERT] = {"job_insert",
 			      "INSERT INTO jobs (request_id, route, state, body, created_at, "
 			      "updated_at, tries, response) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
@@ -122,6 +123,10 @@ static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 				"VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (route, key) DO UPDATE "
 				"SET result = excluded.result, confidence = excluded.confidence, "
 				"stored_at = excluded.stored_at"},
+	[STORE_AUDIT_ACTION_ID_SET] = {"audit_action_id_set",
+				       "UPDATE audit SET action_id = ?1 WHERE id = (SELECT max(id) "
+				       "FROM audit WHERE actor = ?2 AND target = ?3) AND action_id "
+				       "IS NULL"},
 };
 
 /* The columns of a review item, as daemon/review_q.h's review_item_from_row() reads them. */
@@ -143,7 +148,7 @@ static const struct store_stmt_def store_stmt_defs[STORE_STMT__COUNT] = {
 	"retries, attempts, format_violations, src_llm, src_backup, "                              \
 	"src_rules, src_cache, src_preset, src_manual, review_decided, "                           \
 	"review_corrected, shadow_total, shadow_agree, cross_total, "                              \
-	"cross_agree"
+	"cross_agree, no_llm"
 
 /*
  * The read queries; parameters and columns are documented in store.h.
@@ -287,9 +292,10 @@ const struct store_query_def store_query_defs[STORE_Q__COUNT] = {
 	[STORE_Q_REPORT_SLO_ROWS] = {"report_slo_rows",
 				     "SELECT count(*) FROM slo_minutes WHERE minute >= ?1"},
 	[STORE_Q_REPORT_AVAIL_SLO] =
-		{"report_avail_slo", "SELECT route, sum(total), sum(service_good), sum(smart_good) "
-				     "FROM slo_minutes WHERE minute >= ?1 GROUP BY route "
-				     "ORDER BY route"},
+		{"report_avail_slo",
+		 "SELECT route, sum(total), sum(service_good), sum(smart_good), "
+		 "sum(no_llm) FROM slo_minutes WHERE minute >= ?1 GROUP BY route "
+		 "ORDER BY route"},
 	[STORE_Q_REPORT_AVAIL_CALLS] =
 		{"report_avail_calls",
 		 "SELECT route, "
@@ -299,7 +305,9 @@ const struct store_query_def store_query_defs[STORE_Q__COUNT] = {
 		 "OR elapsed_ms IS NULL OR elapsed_ms <= budget_ms) THEN 1 ELSE 0 "
 		 "END), "
 		 "sum(CASE WHEN http_status = 200 AND source IN ('llm', 'backup') "
-		 "THEN 1 ELSE 0 END) "
+		 "THEN 1 ELSE 0 END), "
+		 "sum(CASE WHEN reason = 'llm_disallowed' AND (http_status IS NULL OR "
+		 "http_status NOT BETWEEN 400 AND 499) THEN 1 ELSE 0 END) "
 		 "FROM calls WHERE started_at >= ?1 GROUP BY route ORDER BY route"},
 	[STORE_Q_REPORT_DEGRADATIONS] =
 		{"report_degradations",
@@ -312,6 +320,63 @@ const struct store_query_def store_query_defs[STORE_Q__COUNT] = {
 		 "validation_failures v WHERE coalesce(at, (SELECT started_at FROM "
 		 "calls c WHERE c.id = v.call_id), 0) >= ?1 GROUP BY route, stage, "
 		 "rule ORDER BY n DESC, route, stage, rule LIMIT ?2"},
+	[STORE_Q_HISTORY_CALLS] =
+		{"history_calls",
+		 "SELECT route, m * 60000, n, deg, elapsed_ms FROM (SELECT route, "
+		 "started_at / 60000 AS m, coalesce(elapsed_ms, 0) AS elapsed_ms, "
+		 "row_number() OVER (PARTITION BY route, started_at / 60000 ORDER BY "
+		 "coalesce(elapsed_ms, 0)) AS rn, count(*) OVER (PARTITION BY route, "
+		 "started_at / 60000) AS n, sum(degraded) OVER (PARTITION BY route, "
+		 "started_at / 60000) AS deg FROM calls WHERE started_at >= ?1) "
+		 "WHERE rn = max(1, (n * 99 + 99) / 100) ORDER BY route, m"},
+	[STORE_Q_HISTORY_OUTCOMES] = {"history_outcomes",
+				      "SELECT backend, coalesce(outcome, ''), count(*) FROM "
+				      "attempts WHERE started_at >= ?1 AND backend IS NOT NULL "
+				      "GROUP BY backend, outcome ORDER BY backend, 3 DESC"},
+	[STORE_Q_AUDIT_AFTER] = {"audit_after",
+				 "SELECT id, at, actor, action, target, before, after, remote, "
+				 "action_id FROM audit WHERE id > ?1 ORDER BY id LIMIT ?2",
+				 .by_key = 1},
+	[STORE_Q_DIAG_CALLS] = {"diag_calls",
+				"SELECT id, route, started_at, degraded, reason, source, "
+				"http_status, elapsed_ms, budget_ms FROM calls WHERE started_at "
+				">= ?1 AND started_at < ?2 AND (?3 IS NULL OR route = ?3) ORDER "
+				"BY started_at LIMIT ?4",
+				.by_key = 1},
+	[STORE_Q_DIAG_ATTEMPTS] = {"diag_attempts",
+				   "SELECT id, call_id, route, backend, attempt_no, started_at, "
+				   "connect_ms, first_byte_ms, total_ms, http_status, outcome, "
+				   "retry_after_ms, input_tokens FROM attempts WHERE started_at "
+				   ">= ?1 AND started_at < ?2 AND (?3 IS NULL OR route = ?3) "
+				   "ORDER BY started_at LIMIT ?4",
+				   .by_key = 1},
+	[STORE_Q_DIAG_VFAILS] = {"diag_vfails",
+				 "SELECT attempt_id, call_id, route, stage, rule, detail, at "
+				 "FROM validation_failures WHERE at >= ?1 AND at < ?2 AND (?3 "
+				 "IS NULL OR route = ?3) ORDER BY at LIMIT ?4",
+				 .by_key = 1},
+	[STORE_Q_DIAG_EVENTS] = {"diag_events",
+				 "SELECT at, kind, subject, detail FROM events WHERE at >= ?1 "
+				 "AND at < ?2 ORDER BY at LIMIT ?3",
+				 .by_key = 1},
+	[STORE_Q_DIAG_AUDIT] = {"diag_audit",
+				"SELECT at, actor, action, target FROM audit WHERE at >= ?1 AND "
+				"at < ?2 ORDER BY at LIMIT ?3",
+				.by_key = 1},
+	[STORE_Q_DIAG_PREV_MINUTES] = {"diag_prev_minutes",
+				       "SELECT route, minute, total, total - src_llm FROM "
+				       "slo_minutes WHERE minute >= ?1 AND minute < ?2 AND (?3 IS "
+				       "NULL OR route = ?3) ORDER BY minute LIMIT ?4",
+				       .by_key = 1},
+	[STORE_Q_DIAG_PREV_REASONS] = {"diag_prev_reasons",
+				       "SELECT route, reason, count(DISTINCT call_id) FROM "
+				       "degradations WHERE at >= ?1 AND at < ?2 AND (?3 IS NULL OR "
+				       "route = ?3) GROUP BY route, reason LIMIT ?4",
+				       .by_key = 1},
+	[STORE_Q_CALL_TRACE_ID] = {"call_trace_id",
+				   "SELECT trace_id FROM calls WHERE request_id = ?1 "
+				   "ORDER BY id DESC LIMIT 1",
+				   .by_key = 1},
 };
 
 void *
@@ -526,7 +591,7 @@ out:
  * Bring the schema up to date. A DB newer than every compiled-in migration
  * is refused rather than half-understood.
  */
-static int
+int
 store_migrate(sqlite3 *db, char **cause)
 {
 	int rc, i, version = 0, known = store_known_version();
@@ -582,7 +647,7 @@ out:
 }
 
 /* WAL, synchronous=NORMAL, foreign_keys off on the writer connection. */
-static int
+int
 store_db_configure(sqlite3 *db, const char *path, char **cause)
 {
 	sqlite3_stmt *stmt = NULL;
@@ -615,176 +680,8 @@ out:
 	return rc;
 }
 
-static int
-store_stmts_prepare(struct store *st, char **cause)
-{
-	int i, rc = 0;
-
-	for (i = 0; i < STORE_STMT__COUNT; i++) {
-		if (sqlite3_prepare_v3(st->db, store_stmt_defs[i].sql, -1,
-				       SQLITE_PREPARE_PERSISTENT, &st->stmts[i],
-				       NULL) != SQLITE_OK) {
-			store_cause_set(cause, "preparing %s: %s", store_stmt_defs[i].name,
-					sqlite3_errmsg(st->db));
-			rc = STORE_E_SQL;
-			goto out;
-		}
-		st->nparams[i] = sqlite3_bind_parameter_count(st->stmts[i]);
-	}
-	rc = store_prune_prepare(st, cause);
-out:
-	return rc;
-}
-
 int
 store_known_version(void)
 {
 	return migrations_count > 0 ? migrations[migrations_count - 1].version : 0;
-}
-
-/* Free a store that may be half-built. The writer must not be running. */
-static void
-store_free(struct store *st)
-{
-	int i;
-
-	if (st != NULL) {
-		for (i = 0; i < STORE_STMT__COUNT; i++)
-			sqlite3_finalize(st->stmts[i]);
-		for (i = 0; i < STORE_PRUNE_COUNT; i++)
-			sqlite3_finalize(st->prune_stmts[i]);
-		if (st->db != NULL && sqlite3_close(st->db) != SQLITE_OK)
-			fprintf(stderr, "store: close: %s\n", sqlite3_errmsg(st->db));
-		if (st->ring != NULL)
-			store_rows_free(st, st->ring, st->cap);
-		free(st->ring);
-		store_spares_release(st);
-		pthread_mutex_destroy(&st->spare_lock);
-		pthread_cond_destroy(&st->done_cond);
-		pthread_cond_destroy(&st->wake_cond);
-		pthread_mutex_destroy(&st->lock);
-		free(st);
-	}
-}
-
-int
-store_open(const char *path, int queue_cap, struct store **out, char **cause)
-{
-	struct store *st = NULL;
-	pthread_condattr_t attr;
-	int rc;
-
-	if (path == NULL || out == NULL || queue_cap < 1) {
-		store_cause_set(cause, "store_open: bad arguments");
-		rc = -EINVAL;
-		goto out;
-	}
-	st = store_alloc(sizeof(*st));
-	memset(st, 0, sizeof(*st));
-	pthread_mutex_init(&st->lock, NULL);
-	pthread_mutex_init(&st->spare_lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&st->wake_cond, &attr);
-	pthread_condattr_destroy(&attr);
-	pthread_cond_init(&st->done_cond, NULL);
-	st->cap = queue_cap;
-	st->threshold = queue_cap < STORE_BATCH_ROWS ? queue_cap : STORE_BATCH_ROWS;
-	st->boost_rows = queue_cap / 8 > 0 ? queue_cap / 8 : 1;
-	st->ring = store_alloc(sizeof(*st->ring) * (size_t)queue_cap);
-	memset(st->ring, 0, sizeof(*st->ring) * (size_t)queue_cap);
-	st->reqs_tail = &st->reqs;
-
-	rc = store_db_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &st->db, cause);
-	if (rc != 0)
-		goto out;
-	rc = store_db_configure(st->db, path, cause);
-	if (rc != 0)
-		goto out;
-	rc = store_migrate(st->db, cause);
-	if (rc != 0)
-		goto out;
-	rc = store_stmts_prepare(st, cause);
-	if (rc != 0)
-		goto out;
-
-	rc = pthread_create(&st->thread, NULL, store_writer_main, st);
-	if (rc != 0) {
-		store_cause_set(cause, "store writer thread: %s", strerror(rc));
-		rc = -rc;
-		goto out;
-	}
-	st->thread_started = 1;
-	*out = st;
-	st = NULL;
-out:
-	store_free(st);
-	return rc;
-}
-
-void
-store_close(struct store *st)
-{
-	if (st != NULL && st->thread_started) {
-		pthread_mutex_lock(&st->lock);
-		st->closing = 1;
-		store_boost(st);
-		pthread_cond_signal(&st->wake_cond);
-		pthread_mutex_unlock(&st->lock);
-		pthread_join(st->thread, NULL);
-	}
-	store_free(st);
-}
-
-int
-store_put(struct store *st, enum store_stmt stmt, const struct store_val *vals, int nvals)
-{
-	struct store_row *row = NULL;
-	int rc;
-
-	rc = store_row_make(st, stmt, vals, nvals, &row);
-	if (rc != 0)
-		goto out;
-	pthread_mutex_lock(&st->lock);
-	if (st->closing) {
-		rc = STORE_E_CLOSED;
-	} else if (st->taken + st->pending >= st->cap) {
-		if (st->pending == 0 && st->dropped_pending == 0) {
-			st->first_pending_us = store_mono_us();
-			pthread_cond_signal(&st->wake_cond);
-		}
-		st->dropped_pending++;
-		st->stats.dropped++;
-		store_boost(st);
-		rc = STORE_E_FULL;
-	} else {
-		if (st->pending == 0 && st->dropped_pending == 0)
-			st->first_pending_us = store_mono_us();
-		st->ring[(st->head + st->taken + st->pending) % st->cap] = row;
-		row = NULL;
-		st->pending++;
-		st->enqueued++;
-		if (st->pending == 1 || st->pending == st->threshold)
-			pthread_cond_signal(&st->wake_cond);
-		if (st->taken + st->pending >= st->boost_rows)
-			store_boost(st);
-	}
-	pthread_mutex_unlock(&st->lock);
-out:
-	if (row != NULL)
-		store_rows_free(st, &row, 1);
-	return rc;
-}
-
-void
-store_get_stats(struct store *st, struct store_stats *out)
-{
-	pthread_mutex_lock(&st->lock);
-	*out = st->stats;
-	out->queued = (uint64_t)(st->taken + st->pending);
-	out->prune_running = st->prune_running;
-	out->writer_idle = st->idle;
-	out->writer_cpus = st->writer_cpus;
-	pthread_mutex_unlock(&st->lock);
-	out->spare_blocks += store_spares_count(st);
 }

@@ -12,12 +12,14 @@
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 enum store_e {
 	STORE_E_FULL = 1, /* async queue full: row dropped and counted */
 	STORE_E_NEWER,	  /* DB schema newer than this binary */
 	STORE_E_SQL,	  /* SQLite error; *cause says which */
 	STORE_E_CLOSED,	  /* store is closing */
+	STORE_E_SLOW,	  /* a read ran past its reader's deadline and was cut */
 };
 
 enum store_val_type { SV_NULL = 0, SV_INT, SV_REAL, SV_TEXT };
@@ -55,17 +57,17 @@ enum store_stmt {
 	 * INSERT calls: ?1 id, request_id, route, started_at, ?5 finished_at,
 	 * elapsed_ms, budget_ms, level, source, ?10 backend, degraded[0],
 	 * reason, attempts[0], confidence, ?15 review[0], http_status, input,
-	 * result, response, ?20 status (done|failed). A row with the same
-	 * (route, request_id) is replaced: a request id reused after its
-	 * idempotency TTL, or an async job re-run after a crash, keeps one
-	 * row, the latest.
+	 * result, response, ?20 status (done|failed), trace_id (hex). A row
+	 * with the same (route, request_id) is replaced: a request id reused
+	 * after its idempotency TTL, or an async job re-run after a crash,
+	 * keeps one row, the latest.
 	 */
 	STORE_CALL_INSERT,
 	/*
 	 * INSERT attempts: ?1 id, call_id, request_id, route, ?5 backend,
 	 * attempt_no, started_at, timeout_ms, connect_ms, ?10 first_byte_ms,
 	 * total_ms, http_status, outcome, retry_after_ms, ?15 input_tokens,
-	 * output_tokens, raw_output.
+	 * output_tokens, raw_output, span_id (hex), upstream_headers (JSON).
 	 */
 	STORE_ATTEMPT_INSERT,
 	/*
@@ -87,7 +89,7 @@ enum store_stmt {
 	 * retries, attempts, ?10 format_violations, src_llm, src_backup,
 	 * src_rules, src_cache, ?15 src_preset, src_manual, review_decided,
 	 * review_corrected, shadow_total, ?20 shadow_agree, cross_total,
-	 * ?22 cross_agree.
+	 * ?22 cross_agree, ?23 no_llm (unbound: 0).
 	 */
 	STORE_SLO_MINUTE_ADD,
 	/*
@@ -134,6 +136,11 @@ enum store_stmt {
 	 * ?5 stored_at.
 	 */
 	STORE_CACHE_UPSERT,
+	/*
+	 * UPDATE audit: ?1 action_id on the newest row of ?2 actor and
+	 * ?3 target still without one (API.md "Fleet").
+	 */
+	STORE_AUDIT_ACTION_ID_SET,
 	STORE_STMT__COUNT
 };
 
@@ -240,8 +247,8 @@ enum store_query {
 	STORE_Q_CACHE_LOAD,
 	/*
 	 * SLO minutes from ?1 (_ROUTE: of ?2 route only) -> route, minute,
-	 * then the 20 counters in the order of STORE_SLO_MINUTE_ADD's ?3 ..
-	 * ?22, by minute.
+	 * then the 21 counters in the order of STORE_SLO_MINUTE_ADD's ?3 ..
+	 * ?23, by minute.
 	 */
 	STORE_Q_SLO_HISTORY,
 	STORE_Q_SLO_HISTORY_ROUTE,
@@ -282,12 +289,13 @@ enum store_query {
 	STORE_Q_REPORT_SLO_ROWS,
 	/*
 	 * Availability from SLO minutes since ?1 -> route, sum(total),
-	 * sum(service_good), sum(smart_good), by route.
+	 * sum(service_good), sum(smart_good), sum(no_llm), by route.
 	 */
 	STORE_Q_REPORT_AVAIL_SLO,
 	/*
 	 * The same from calls started since ?1 -> route, calls but 4xx,
-	 * 200/202 within budget, 200 answered by llm or backup, by route.
+	 * 200/202 within budget, 200 answered by llm or backup, calls but 4xx
+	 * whose caller said allow_llm: false, by route.
 	 */
 	STORE_Q_REPORT_AVAIL_CALLS,
 	/*
@@ -301,6 +309,58 @@ enum store_query {
 	 * max(detail).
 	 */
 	STORE_Q_REPORT_FAILURES,
+	/*
+	 * Calls started since ?1 (epoch ms) -> route, minute (epoch ms of its
+	 * start), count(*), sum(degraded), the nearest-rank p99 of
+	 * elapsed_ms, by route and minute (GET /v1/slo/history).
+	 */
+	STORE_Q_HISTORY_CALLS,
+	/* Attempts started since ?1 -> backend, outcome, count(*), by backend. */
+	STORE_Q_HISTORY_OUTCOMES,
+	/*
+	 * Audit rows after ?1 id, ?2 limit -> id, at, actor, action, target,
+	 * before, after, remote, action_id, by id (GET /v1/audit).
+	 */
+	STORE_Q_AUDIT_AFTER,
+	/*
+	 * GET /v1/diagnose, by time on the tables' time indexes, each with
+	 * ?1 from, ?2 to (from <= t < to) and a row limit (the last ?N):
+	 * calls started in the window, ?3 route or NULL, ?4 limit -> id,
+	 * route, started_at, degraded, reason, source, http_status,
+	 * elapsed_ms, budget_ms, by started_at.
+	 */
+	STORE_Q_DIAG_CALLS,
+	/*
+	 * Attempts started in the window, ?3 route or NULL, ?4 limit -> id,
+	 * call_id, route, backend, attempt_no, started_at, connect_ms,
+	 * first_byte_ms, total_ms, http_status, outcome, retry_after_ms,
+	 * input_tokens, by started_at.
+	 */
+	STORE_Q_DIAG_ATTEMPTS,
+	/*
+	 * Validation failures checked in the window, ?3 route or NULL,
+	 * ?4 limit -> attempt_id, call_id, route, stage, rule, detail, at,
+	 * by at.
+	 */
+	STORE_Q_DIAG_VFAILS,
+	/* Events in the window, ?3 limit -> at, kind, subject, detail, by at. */
+	STORE_Q_DIAG_EVENTS,
+	/* Audit rows in the window, ?3 limit -> at, actor, action, target, by at. */
+	STORE_Q_DIAG_AUDIT,
+	/*
+	 * The window before as the episode needs it, from the SLO minutes:
+	 * ?3 route or NULL, ?4 limit -> route, minute, total, total minus
+	 * the calls answered by the llm (the degraded ones), by minute.
+	 */
+	STORE_Q_DIAG_PREV_MINUTES,
+	/*
+	 * The window before's falls by reason (degradations.at in the
+	 * window): ?3 route or NULL, ?4 limit -> route, reason, distinct
+	 * calls.
+	 */
+	STORE_Q_DIAG_PREV_REASONS,
+	/* The latest call of a request id: ?1 request_id -> trace_id (hex). */
+	STORE_Q_CALL_TRACE_ID,
 	STORE_Q__COUNT
 };
 
@@ -339,10 +399,16 @@ struct store_stats {
 	uint64_t requests;     /* commit-now and commit-later requests queued (not flushes) */
 	uint64_t spare_blocks; /* written rows' blocks kept for reuse by producers */
 	int writer_cpus;       /* CPUs the writer keeps to, 0: not restricted */
+	uint64_t rows_dropped; /* every log row that never reached the DB: dropped + errors */
+	uint64_t truncated;    /* log row texts cut at the text limit (store_limit_set) */
+	int degraded;	       /* rows were lost to a failed write in the last 30 s */
+	int64_t degraded_at;   /* epoch ms of the last such loss, 0: never */
+	char last_error[160];  /* why, SQLite's words ("" when never) */
 };
 
 /*
  * Open (creating) the DB at path: WAL, busy_timeout 5000,
+ * the DB, WAL and SHM files mode 0600 (see store_files_share()),
  * synchronous=NORMAL, foreign_keys off. Pending migrations are applied in
  * order, each in its own transaction and recorded in schema_migrations. A DB
  * whose schema is newer than this binary fails with STORE_E_NEWER. Starts
@@ -357,8 +423,9 @@ void store_close(struct store *st);
 /*
  * Queue one log row (vals and strings are copied; the caller keeps its
  * own). Never blocks beyond a mutex. Returns 0; STORE_E_FULL when the queue
- * is full (the row is dropped and counted, and the writer logs one events
- * row kind "log_rows_dropped" per batch in which drops happened);
+ * is full (the row is dropped and counted; every lost row, dropped here or
+ * lost in SQL, is told in an events row of kind "log_rows_dropped", at
+ * most one per 10 s, see "Lost rows" in store_writer.c);
  * STORE_E_CLOSED after store_close() began; -EINVAL for a bad statement or
  * too many values; -E2BIG for a row larger than 16 MiB.
  *
@@ -391,7 +458,9 @@ int store_commit_now(struct store *st, const struct store_op *ops, int nops, int
  * last_rowid, cause) runs once on the writer thread after the COMMIT
  * returned (rc 0) or the ops failed (rc STORE_E_SQL, cause borrowed for
  * the call); it must not call back into the store. Requests of one batch
- * share its fsync. Returns 0; -EINVAL, -E2BIG or STORE_E_CLOSED, and then
+ * share its fsync. nops 0 (ops may be NULL) is a flush marker: done runs
+ * once everything queued before it is committed (store_flush() without
+ * the wait). Returns 0; -EINVAL, -E2BIG or STORE_E_CLOSED, and then
  * done is never called. A store being closed still runs every request
  * queued before store_close().
  */
@@ -403,6 +472,23 @@ int store_commit_later(struct store *st, const struct store_op *ops, int nops, s
 int store_flush(struct store *st);
 
 void store_get_stats(struct store *st, struct store_stats *out);
+
+/*
+ * Bound the text values of log rows queued by store_put() from now on:
+ * calls.input and calls.result are cut to at most max_bytes (at a UTF-8
+ * character boundary) and marked with STORE_TRUNCATED_MARK and the
+ * original length. 0: keep them whole. Promises (store_commit_now,
+ * store_commit_later) are never cut.
+ */
+#define STORE_TRUNCATED_MARK "...[truncated: "
+void store_limit_set(struct store *st, int64_t max_bytes);
+
+/*
+ * Give the DB, WAL and SHM files of path mode 0640 and group gid (the
+ * files that exist now; SQLite creates later WAL and SHM files with the
+ * DB file's mode and owner). 0 or -errno with *cause.
+ */
+int store_files_share(const char *path, gid_t gid, char **cause);
 
 /*
  * The CPUs the writer thread keeps to, from those the process may use: all
@@ -433,12 +519,23 @@ struct store_reader;
 
 int store_reader_open(const char *path, struct store_reader **out, char **cause);
 void store_reader_close(struct store_reader *r);
+/*
+ * Bound every query on r from now on to limit_ms of wall time, the row
+ * callbacks and the queries they run included (a progress handler cuts
+ * it: the query fails with STORE_E_SLOW). 0: no bound.
+ */
+void store_reader_deadline_set(struct store_reader *r, int limit_ms);
+/* Queries on r cut by the deadline so far. */
+uint64_t store_reader_timeouts(const struct store_reader *r);
+/* 1 when r's last (outermost) query was cut by the deadline, else 0. */
+int store_reader_was_cut(const struct store_reader *r);
 
 /*
  * Run sql with vals bound to ?1..?nvals; row_cb (may be NULL) is called for
  * each row with the statement (use sqlite3_column_*(), valid during the
  * call only); a non-zero return stops the query. row_cb may run other
- * queries on the same reader. Returns 0 or STORE_E_SQL with *cause.
+ * queries on the same reader. Returns 0, STORE_E_SQL with *cause, or
+ * STORE_E_SLOW with *cause when the reader's deadline cut it.
  */
 typedef int (*store_row_cb)(void *arg, sqlite3_stmt *row);
 int store_reader_query(struct store_reader *r, const char *sql, const struct store_val *vals,

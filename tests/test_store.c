@@ -4,7 +4,9 @@
  * visible on return, all-or-nothing, and survives SIGKILL; a full queue
  * drops and reports; close flushes; retention deletes only old rows; every
  * statement binds its documented column order; every named read query
- * runs, and those served by a key search an index. Each test works in a
+ * runs, and those served by a key search an index; a reader's deadline
+ * cuts a slow query; log rows' long texts are cut and marked; every lost
+ * row is counted and told; the files are private. Each test works in a
  * fresh directory under /tmp.
  */
 #include <check.h>
@@ -15,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -718,6 +721,27 @@ later_done(void *arg, int rc, int64_t rowid, const char *cause)
 				  "'before'");
 }
 
+/* A flush marker (no ops): done runs once the rows queued before it are committed. */
+START_TEST(test_commit_later_marker)
+{
+	struct store *st = open_store(1000);
+	struct later_seen m;
+	int i;
+
+	memset(&m, 0, sizeof(m));
+	ck_assert_int_eq(store_commit_later(st, NULL, -1, later_done, &m), -EINVAL);
+	for (i = 0; i < 300; i++)
+		put_event(st, i, "before");
+	ck_assert_int_eq(store_commit_later(st, NULL, 0, later_done, &m), 0);
+	ck_assert_int_eq(store_flush(st), 0);
+	ck_assert_int_eq(m.calls, 1);
+	ck_assert_int_eq(m.rc, 0);
+	/* what a fresh connection saw from inside done: every row before it */
+	ck_assert_int_eq(m.events_visible, 300);
+	store_close(st);
+}
+END_TEST
+
 START_TEST(test_commit_later)
 {
 	struct store *st = open_store(1000);
@@ -760,7 +784,9 @@ START_TEST(test_commit_later)
 	ck_assert_msg(strstr(dup.cause, "UNIQUE") != NULL, "cause: %s", dup.cause);
 	ck_assert_int_eq(count("SELECT count(*) FROM audit"), 0);
 
-	ck_assert_int_eq(store_commit_later(st, ops, 0, later_done, &a), -EINVAL);
+	/* nops 0 is a flush marker now (test_commit_later_marker); bad counts
+	 * and a missing done are still refused */
+	ck_assert_int_eq(store_commit_later(st, ops, -1, later_done, &a), -EINVAL);
 	ck_assert_int_eq(store_commit_later(st, ops, 1, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(a.calls, 1);
 	store_close(st);
@@ -841,10 +867,14 @@ START_TEST(test_async_row_error)
 	put_attempt(st, 1, 10); /* duplicate id: fails alone */
 	put_attempt(st, 2, 10);
 	ck_assert_int_eq(store_flush(st), 0);
+	/* the drop's event is queued when the writer notices it: one more flush */
+	ck_assert_int_eq(store_flush(st), 0);
 	store_get_stats(st, &stats);
 	ck_assert_uint_eq(stats.errors, 1);
-	ck_assert_uint_eq(stats.rows_written, 2);
+	/* the two attempts, and the log_rows_dropped event that tells of the third */
+	ck_assert_uint_eq(stats.rows_written, 3);
 	ck_assert_int_eq(count("SELECT count(*) FROM attempts"), 2);
+	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE kind = 'log_rows_dropped'"), 1);
 	store_close(st);
 }
 END_TEST
@@ -1519,25 +1549,13 @@ END_TEST
  */
 START_TEST(test_queries_keyed_plan)
 {
-	/* Full scans of calls today; issue 27 adds their index. */
-	static const enum store_query known_scans[] = {
-		STORE_Q_CALL_ROUTE,
-		STORE_Q_CALL_RESPONSE,
-	};
 	struct store *st = open_store(100);
 	struct store_reader *r = open_reader();
 	struct plan p;
-	size_t k;
 	int q, keyed = 0;
 
 	for (q = 0; q < STORE_Q__COUNT; q++) {
 		if (!store_query_defs[q].by_key)
-			continue;
-		for (k = 0; k < sizeof(known_scans) / sizeof(known_scans[0]); k++) {
-			if ((int)known_scans[k] == q)
-				break;
-		}
-		if (k < sizeof(known_scans) / sizeof(known_scans[0]))
 			continue;
 		keyed++;
 		plan_get(r, (enum store_query)q, &p);
@@ -1546,6 +1564,211 @@ START_TEST(test_queries_keyed_plan)
 	ck_assert_int_gt(keyed, 0);
 	store_reader_close(r);
 	store_close(st);
+}
+END_TEST
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The mode bits of path, -1 when it does not exist. */
+static int
+file_mode(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 ? (int)(sb.st_mode & 07777) : -1;
+}
+
+/*
+ * The DB, WAL and SHM files are 0600 whatever the umask, an older DB
+ * created 0644 included; store_files_share() makes them 0640 with a group.
+ */
+START_TEST(test_file_modes)
+{
+	char wal[160], shm[160], *cause = NULL;
+	struct store *st;
+	mode_t old = umask(0);
+	FILE *f;
+
+	snprintf(wal, sizeof(wal), "%s-wal", db_path);
+	snprintf(shm, sizeof(shm), "%s-shm", db_path);
+	st = open_store(100);
+	ck_assert_int_eq(file_mode(db_path), 0600);
+	ck_assert_int_eq(file_mode(wal), 0600);
+	ck_assert_int_eq(file_mode(shm), 0600);
+	store_close(st);
+	/* a DB left world-readable by an older fuseboxd is closed up */
+	ck_assert_int_eq(chmod(db_path, 0644), 0);
+	f = fopen(wal, "w");
+	ck_assert_ptr_nonnull(f);
+	fclose(f);
+	ck_assert_int_eq(chmod(wal, 0666), 0);
+	st = open_store(100);
+	ck_assert_int_eq(file_mode(db_path), 0600);
+	ck_assert_int_eq(file_mode(wal), 0600);
+	ck_assert_int_eq(file_mode(shm), 0600);
+	ck_assert_int_eq(store_files_share(db_path, getgid(), &cause), 0);
+	ck_assert_int_eq(file_mode(db_path), 0640);
+	ck_assert_int_eq(file_mode(wal), 0640);
+	ck_assert_int_eq(file_mode(shm), 0640);
+	store_close(st);
+	umask(old);
+}
+END_TEST
+
+/* A read past the reader's deadline fails with STORE_E_SLOW, soon. */
+START_TEST(test_reader_deadline)
+{
+	static const char slow[] = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+				   "FROM c WHERE x < 1000000000) SELECT count(*) FROM c";
+	struct store *st = open_store(100);
+	struct store_reader *r = open_reader();
+	char *cause = NULL;
+	int64_t t0, ms;
+
+	ck_assert_uint_eq(store_reader_timeouts(r), 0);
+	store_reader_deadline_set(r, 50);
+	t0 = now_ms();
+	ck_assert_int_eq(store_reader_query(r, slow, NULL, 0, NULL, NULL, &cause), STORE_E_SLOW);
+	ms = now_ms() - t0;
+	ck_assert_msg(ms >= 45 && ms < 1000, "cut after %lld ms", (long long)ms);
+	ck_assert_ptr_nonnull(strstr(cause, "deadline"));
+	free(cause);
+	ck_assert_uint_eq(store_reader_timeouts(r), 1);
+	/* the _int form gives its default; a quick query still runs */
+	ck_assert_int_eq(store_reader_int(r, slow, NULL, 0, -7), -7);
+	ck_assert_uint_eq(store_reader_timeouts(r), 2);
+	ck_assert_int_eq(store_reader_run_int(r, STORE_Q_SCHEMA_VERSION, NULL, 0, -1),
+			 store_known_version());
+	/* no deadline: the same reader runs a longer query to its end */
+	store_reader_deadline_set(r, 0);
+	ck_assert_int_eq(store_reader_int(r,
+					  "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
+					  "FROM c WHERE x < 2000000) SELECT count(*) FROM c",
+					  NULL, 0, -1),
+			 2000000);
+	ck_assert_uint_eq(store_reader_timeouts(r), 2);
+	store_reader_close(r);
+	store_close(st);
+}
+END_TEST
+
+/* The input of a calls row of n bytes ('a', then 'é' sequences at the end). */
+static char *
+long_text(size_t n)
+{
+	char *t = malloc(n + 1);
+	size_t i;
+
+	ck_assert_ptr_nonnull(t);
+	memset(t, 'a', n);
+	for (i = n - 10; i + 1 < n; i += 2) {
+		t[i] = (char)0xc3;
+		t[i + 1] = (char)0xa9;
+	}
+	t[n] = '\0';
+	return t;
+}
+
+/*
+ * With a text limit, calls.input and calls.result of log rows are cut at a
+ * character boundary and marked with the original length; other columns
+ * and promises are kept whole.
+ */
+START_TEST(test_text_limit)
+{
+	struct store *st = open_store(100);
+	struct store_val c[20];
+	struct store_val job[8];
+	struct store_op op = {STORE_JOB_INSERT, job, 8};
+	struct store_stats ss;
+	char *in = long_text(1009), *cause = NULL, *got = NULL;
+	struct store_reader *r;
+	struct store_val key;
+	int i;
+
+	for (i = 0; i < 20; i++)
+		c[i] = SVN;
+	c[0] = SVI(1);
+	c[1] = SVT("req-1");
+	c[2] = SVT("route-a");
+	c[3] = SVI(5);
+	c[16] = SVT(in);
+	c[17] = SVT("{\"ok\":true}");
+	c[18] = SVT(in);
+	store_limit_set(st, 1000);
+	ck_assert_int_eq(store_put(st, STORE_CALL_INSERT, c, 20), 0);
+	job[0] = SVT("j-1");
+	job[1] = SVT("route-a");
+	job[2] = SVT("queued");
+	job[3] = SVT(in);
+	job[4] = SVI(1);
+	job[5] = SVI(1);
+	job[6] = SVI(0);
+	job[7] = SVN;
+	ck_assert_int_eq(store_commit_now(st, &op, 1, NULL, &cause), 0);
+	store_limit_set(st, 0);
+	c[0] = SVI(2);
+	c[1] = SVT("req-2");
+	ck_assert_int_eq(store_put(st, STORE_CALL_INSERT, c, 20), 0);
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.truncated, 1);
+
+	r = open_reader();
+	key = SVT("req-1");
+	ck_assert_int_eq(store_reader_run_text(r, STORE_Q_CALL_RESPONSE, &key, 1, &got, &cause), 0);
+	ck_assert_str_eq(got, in); /* the response replays: whole */
+	free(got);
+	/* 999 bytes: byte 1000 would split an 'é' (it starts at 999) */
+	ck_assert_int_eq(count("SELECT length(CAST(input AS BLOB)) FROM calls WHERE id = 1"),
+			 999 + (int)strlen(STORE_TRUNCATED_MARK "1009 bytes]"));
+	ck_assert_int_eq(count("SELECT input LIKE '%" STORE_TRUNCATED_MARK "1009 bytes]' FROM "
+			       "calls WHERE id = 1"),
+			 1);
+	ck_assert_int_eq(count("SELECT substr(CAST(input AS BLOB), 1, 999) = "
+			       "substr(CAST(response AS BLOB), 1, 999) FROM calls WHERE id = 1"),
+			 1);
+	ck_assert_int_eq(count("SELECT result = '{\"ok\":true}' FROM calls WHERE id = 1"), 1);
+	ck_assert_int_eq(count("SELECT length(CAST(body AS BLOB)) FROM jobs"), 1009);
+	ck_assert_int_eq(count("SELECT length(CAST(input AS BLOB)) FROM calls WHERE id = 2"), 1009);
+	store_reader_close(r);
+	store_close(st);
+	free(in);
+}
+END_TEST
+
+/*
+ * Every lost row counts in rows_dropped (queue full and failed alike) and
+ * is told in a log_rows_dropped event by the next flush, or at close.
+ */
+START_TEST(test_rows_dropped_told)
+{
+	struct store *st = open_store(100);
+	struct store_stats ss;
+
+	put_attempt(st, 1, 10);
+	put_attempt(st, 1, 10); /* duplicate id: lost */
+	ck_assert_int_eq(store_flush(st), 0);
+	ck_assert_int_eq(store_flush(st), 0);
+	store_get_stats(st, &ss);
+	ck_assert_uint_eq(ss.errors, 1);
+	ck_assert_uint_eq(ss.rows_dropped, 1);
+	ck_assert_int_eq(ss.degraded, 0); /* a bad row is not a bad disk */
+	ck_assert_int_eq(count("SELECT count(*) FROM events WHERE kind = 'log_rows_dropped' "
+			       "AND detail = '1 rows dropped'"),
+			 1);
+	put_attempt(st, 1, 10);
+	store_close(st);
+	ck_assert_int_eq(count("SELECT sum(CAST(detail AS INTEGER)) FROM events WHERE kind = "
+			       "'log_rows_dropped'"),
+			 2);
 }
 END_TEST
 
@@ -1574,6 +1797,7 @@ store_suite(void)
 	TC("commit_now_rollback", test_commit_now_rollback);
 	TC("commit_now_behind_backlog", test_commit_now_behind_backlog);
 	TC("commit_later", test_commit_later);
+	TC("commit_later_marker", test_commit_later_marker);
 	TC("commit_later_shares_commits", test_commit_later_shares_commits);
 	TC("order_async_then_commit_now", test_order_async_then_commit_now);
 	TC("async_row_error", test_async_row_error);
@@ -1589,6 +1813,10 @@ store_suite(void)
 	TC("queries_run", test_queries_run);
 	TC("queries_text", test_queries_text);
 	TC("queries_keyed_plan", test_queries_keyed_plan);
+	TC("file_modes", test_file_modes);
+	TC("reader_deadline", test_reader_deadline);
+	TC("text_limit", test_text_limit);
+	TC("rows_dropped_told", test_rows_dropped_told);
 #undef TC
 	return s;
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -248,6 +249,75 @@ out:
 	free(hpath);
 }
 
+/*
+ * backends[].record_response_headers: header names, case-insensitive
+ * (stored lower case), at most CONFIG_RECORD_HEADERS_MAX of at most
+ * CONFIG_RECORD_HEADER_NAME_MAX bytes, no duplicates.
+ */
+static void
+record_headers_load(struct ctx *x, const cJSON *obj, const char *path, struct backend_cfg *b)
+{
+	const cJSON *it = obj_get(obj, "record_response_headers"), *el;
+	char *rpath, *ep, *v, got[128];
+	const char *bad;
+	int i = 0, j;
+	size_t k;
+
+	if (it == NULL)
+		return;
+	rpath = path_join(path, "record_response_headers");
+	if (!cJSON_IsArray(it)) {
+		ctx_err(x, rpath, "must be an array of header names (got %s)",
+			json_describe(got, sizeof got, it));
+		free(rpath);
+		return;
+	}
+	if (cJSON_GetArraySize(it) > CONFIG_RECORD_HEADERS_MAX)
+		ctx_err(x, rpath, "at most %d names (got %d)", CONFIG_RECORD_HEADERS_MAX,
+			cJSON_GetArraySize(it));
+	b->record_headers = xcalloc(CONFIG_RECORD_HEADERS_MAX, sizeof *b->record_headers);
+	cJSON_ArrayForEach(el, it)
+	{
+		bad = NULL;
+		if (!cJSON_IsString(el) || !header_name_ok(el->valuestring))
+			bad = "must be a valid HTTP header name";
+		else if (strlen(el->valuestring) > CONFIG_RECORD_HEADER_NAME_MAX)
+			bad = "is longer than 256 bytes";
+		for (j = 0; bad == NULL && j < b->nrecord_headers; j++)
+			if (strcasecmp(b->record_headers[j], el->valuestring) == 0)
+				bad = "duplicate name (names are case-insensitive)";
+		if (bad != NULL) {
+			ep = path_index(rpath, i);
+			ctx_err(x, ep, "%s (got %s)", bad, json_describe(got, sizeof got, el));
+			free(ep);
+		} else if (b->nrecord_headers < CONFIG_RECORD_HEADERS_MAX) {
+			v = xstrdup(el->valuestring);
+			for (k = 0; v[k] != '\0'; k++)
+				v[k] = (char)tolower((unsigned char)v[k]);
+			b->record_headers[b->nrecord_headers++] = v;
+		}
+		i++;
+	}
+	free(rpath);
+}
+
+/* tracing: the endpoint's URL and the export's extra headers. */
+static void
+tracing_load(struct ctx *x, const cJSON *root, struct config *c)
+{
+	const cJSON *t = obj_get(root, "tracing");
+	struct backend_cfg tmp;
+
+	if (c->tracing.endpoint != NULL)
+		url_check(x, "tracing.endpoint", c->tracing.endpoint);
+	if (!cJSON_IsObject(t))
+		return;
+	memset(&tmp, 0, sizeof tmp);
+	headers_load(x, t, "tracing", &tmp);
+	c->tracing.headers = tmp.headers;
+	c->tracing.nheaders = tmp.nheaders;
+}
+
 static void
 backends_load(struct ctx *x, const cJSON *root, struct config *c)
 {
@@ -312,6 +382,8 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 		}
 		if (cJSON_IsObject(el))
 			headers_load(x, el, path, b);
+		if (cJSON_IsObject(el))
+			record_headers_load(x, el, path, b);
 		free(path);
 	}
 }
@@ -516,6 +588,101 @@ routes_load(struct ctx *x, const cJSON *root, struct config *c)
 		route_load(x, el, i, c);
 }
 
+/*
+ * http.allowed_hosts / http.allowed_origins: arrays of strings without
+ * spaces or controls; hosts are names or addresses without a port,
+ * origins "scheme://host[:port]" without a path. Stored lower case.
+ */
+static void
+http_names_load(struct ctx *x, const cJSON *root, const char *name, int origins, char ***out,
+		int *nout)
+{
+	char path[32], *ep, *v, got[128];
+	const struct config_key *k;
+	const cJSON *it, *el;
+	cJSON *tmp = NULL;
+	const char *bad;
+	size_t j;
+	int i = 0;
+
+	snprintf(path, sizeof path, "http.%s", name);
+	k = key_must(path);
+	it = item_or_default(obj_get(root, "http"), k, &tmp);
+	if (it != NULL && !cJSON_IsArray(it)) {
+		ctx_err(x, path, "must be an array of strings (got %s)",
+			json_describe(got, sizeof got, it));
+		it = NULL;
+	}
+	if (it != NULL && cJSON_GetArraySize(it) > 0)
+		*out = xcalloc((size_t)cJSON_GetArraySize(it), sizeof **out);
+	cJSON_ArrayForEach(el, it)
+	{
+		bad = NULL;
+		if (!cJSON_IsString(el) || *el->valuestring == '\0')
+			bad = "must be a non-empty string";
+		for (j = 0; bad == NULL && el->valuestring[j] != '\0'; j++)
+			if ((unsigned char)el->valuestring[j] <= 0x20 || el->valuestring[j] == 0x7f)
+				bad = "must not hold spaces or control characters";
+		if (bad == NULL && origins && strncmp(el->valuestring, "http://", 7) != 0 &&
+		    strncmp(el->valuestring, "https://", 8) != 0)
+			bad = "must be an origin: \"http://host[:port]\" or "
+			      "\"https://host[:port]\"";
+		if (bad == NULL && origins && strchr(strstr(el->valuestring, "//") + 2, '/'))
+			bad = "an origin has no path (not even \"/\")";
+		if (bad == NULL && !origins && strpbrk(el->valuestring, "/:[]") != NULL)
+			bad = "must be a host name without port, scheme or path";
+		if (bad != NULL) {
+			ep = path_index(path, i);
+			ctx_err(x, ep, "%s (got %s)", bad, json_describe(got, sizeof got, el));
+			free(ep);
+		} else {
+			v = xstrdup(el->valuestring);
+			for (j = 0; v[j] != '\0'; j++)
+				v[j] = (char)tolower((unsigned char)v[j]);
+			(*out)[(*nout)++] = v;
+		}
+		i++;
+	}
+	cJSON_Delete(tmp);
+}
+
+/* callbacks.allow: patterns of addr_rule_parse(), parsed into the config. */
+static void
+callbacks_load(struct ctx *x, const cJSON *root, struct config *c)
+{
+	const struct config_key *k = key_must("callbacks.allow");
+	const cJSON *it, *el;
+	cJSON *tmp = NULL;
+	const char *why;
+	char *ep, got[128];
+	int i = 0;
+
+	it = item_or_default(obj_get(root, "callbacks"), k, &tmp);
+	if (it != NULL && !cJSON_IsArray(it)) {
+		ctx_err(x, "callbacks.allow", "must be an array of strings (got %s)",
+			json_describe(got, sizeof got, it));
+		it = NULL;
+	}
+	if (it != NULL && cJSON_GetArraySize(it) > 0)
+		c->callbacks_allow =
+			xcalloc((size_t)cJSON_GetArraySize(it), sizeof *c->callbacks_allow);
+	cJSON_ArrayForEach(el, it)
+	{
+		why = "must be a string";
+		if (cJSON_IsString(el) &&
+		    addr_rule_parse(el->valuestring, &c->callbacks_allow[c->ncallbacks_allow],
+				    &why) == 0) {
+			c->ncallbacks_allow++;
+		} else {
+			ep = path_index("callbacks.allow", i);
+			ctx_err(x, ep, "%s (got %s)", why, json_describe(got, sizeof got, el));
+			free(ep);
+		}
+		i++;
+	}
+	cJSON_Delete(tmp);
+}
+
 static void
 root_load(struct ctx *x, const cJSON *root, struct config *c)
 {
@@ -525,6 +692,12 @@ root_load(struct ctx *x, const cJSON *root, struct config *c)
 	webhook_load(x, root, c);
 	backends_load(x, root, c);
 	routes_load(x, root, c);
+	callbacks_load(x, root, c);
+	tracing_load(x, root, c);
+	http_names_load(x, root, "allowed_hosts", 0, &c->http.allowed_hosts,
+			&c->http.nallowed_hosts);
+	http_names_load(x, root, "allowed_origins", 1, &c->http.allowed_origins,
+			&c->http.nallowed_origins);
 }
 
 static int
@@ -752,8 +925,18 @@ config_free(struct config *c)
 			free(b->headers[j].value);
 		}
 		free(b->headers);
+		for (j = 0; j < b->nrecord_headers; j++)
+			free(b->record_headers[j]);
+		free(b->record_headers);
 	}
 	free(c->backends);
+	free(c->tracing.endpoint);
+	free(c->tracing.service_name);
+	for (i = 0; i < c->tracing.nheaders; i++) {
+		free(c->tracing.headers[i].name);
+		free(c->tracing.headers[i].value);
+	}
+	free(c->tracing.headers);
 	for (i = 0; i < c->nroutes; i++)
 		route_free(&c->routes[i]);
 	free(c->routes);
@@ -763,8 +946,16 @@ config_free(struct config *c)
 	free(c->listen_host);
 	free(c->database);
 	free(c->tokens_file);
+	free(c->database_group);
+	free(c->callbacks_allow);
 	free(c->alert_webhook);
 	free(c->alertmanager_url);
+	for (i = 0; i < c->http.nallowed_hosts; i++)
+		free(c->http.allowed_hosts[i]);
+	free(c->http.allowed_hosts);
+	for (i = 0; i < c->http.nallowed_origins; i++)
+		free(c->http.allowed_origins[i]);
+	free(c->http.allowed_origins);
 	free(c);
 }
 

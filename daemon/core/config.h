@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "addr.h"
 #include "outcome.h"
 
 struct vschema; /* compiled output schema, schema.h */
@@ -62,6 +63,8 @@ struct backend_cfg {
 	char *version;	   /* NULL when absent */
 	struct header_kv *headers;
 	int nheaders;
+	char **record_headers; /* record_response_headers, lower case */
+	int nrecord_headers;
 	int connect_ms;
 	int first_byte_ms;
 	int total_ms;
@@ -151,6 +154,9 @@ struct cond_rule {
 	struct pattern_rule deny;
 };
 
+/* output.tool_calls; AUTO: allowed on routes without an output schema. */
+enum tool_calls_policy { TOOL_CALLS_DEFAULT = 0, TOOL_CALLS_ALLOW, TOOL_CALLS_DENY };
+
 struct output_cfg {
 	bool present;		 /* the route has an "output" section */
 	cJSON *schema;		 /* owned; NULL when absent */
@@ -163,6 +169,7 @@ struct output_cfg {
 	bool clamp_confidence;
 	double reject_below;
 	double review_below;
+	enum tool_calls_policy tool_calls; /* a tool-call reply: answer or format failure */
 };
 
 struct rule_match {
@@ -285,13 +292,45 @@ struct route_cfg {
 };
 
 enum log_level { LOG_LEVEL_DEBUG = 0, LOG_LEVEL_INFO, LOG_LEVEL_WARN, LOG_LEVEL_ERROR };
+enum log_format { LOG_FORMAT_TEXT = 0, LOG_FORMAT_JSON };
 
 struct log_cfg {
 	enum log_level level;
-	bool inputs; /* store call inputs in the DB */
+	enum log_format format; /* stderr lines: text or one JSON object each */
+	bool inputs;		/* store call inputs in the DB */
 	int raw_output_bytes;
+	int max_input_bytes; /* calls.input and calls.result stored at most this long, 0: whole */
 	int retention_days;
 };
+
+/* The HTTP front (CONFIG-NOTES.md "HTTP front"). */
+struct http_cfg {
+	int header_timeout_s;
+	int body_timeout_s;
+	int idle_timeout_s;
+	char **allowed_hosts; /* lower case, without port */
+	int nallowed_hosts;
+	char **allowed_origins;
+	int nallowed_origins;
+};
+
+/* Trace export (CONFIG.md "tracing", CONFIG-NOTES.md "Tracing"). */
+struct tracing_cfg {
+	char *endpoint; /* OTLP/HTTP traces URL; NULL: no export */
+	char *service_name;
+	double sample_rate; /* new traces (no caller's flag) */
+	int max_queue;
+	int batch;
+	int flush_ms;
+	int timeout_ms;
+	struct header_kv *headers;
+	int nheaders;
+	bool include_io;
+};
+
+/* record_response_headers: at most this many names, each at most this long. */
+#define CONFIG_RECORD_HEADERS_MAX     8
+#define CONFIG_RECORD_HEADER_NAME_MAX 256
 
 struct config {
 	char *path;   /* the file loaded (absolute) */
@@ -299,16 +338,24 @@ struct config {
 	char *listen; /* "127.0.0.1:7700" */
 	char *listen_host;
 	int listen_port;
-	char *database;	   /* resolved path */
-	char *tokens_file; /* resolved path */
+	char *database;			   /* resolved path */
+	char *tokens_file;		   /* resolved path */
+	char *database_group;		   /* DB files 0640 with this group; NULL: 0600 */
+	int database_read_timeout_ms;	   /* bound of one read on the engine thread */
+	struct addr_rule *callbacks_allow; /* callbacks.allow, parsed */
+	int ncallbacks_allow;
 	bool callers_require_token;
 	bool metrics_public;
 	int64_t max_body_bytes;
+	int64_t max_buffered_body_bytes;
+	int max_connections_per_ip; /* 0: no cap */
+	struct http_cfg http;
 	int max_inflight;
 	int idempotency_ttl_s;
 	struct log_cfg log;
 	char *alert_webhook;	/* URL or NULL */
 	char *alertmanager_url; /* or NULL */
+	struct tracing_cfg tracing;
 	struct backend_cfg *backends;
 	int nbackends;
 	struct route_cfg *routes;

@@ -68,6 +68,7 @@ extern const char *const config_names_http_version[];
 extern const char *const config_names_backoff[];
 extern const char *const config_names_timeout_mode[];
 extern const char *const config_names_on_exhausted[];
+extern const char *const config_names_tool_calls[];
 extern const char *const config_names_priority[];
 extern const char *const config_names_overflow[];
 extern const char *const config_names_alert_op[];

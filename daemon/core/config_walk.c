@@ -603,7 +603,7 @@ config_print_reference(FILE *fp)
 	struct buf b;
 	size_t i;
 
-	fputs("Configuration keys (one JSON file; see CONFIG.md). \"[]\" stands for any\n"
+	fputs("Configuration keys (one JSON file; see fusebox.json(5)). \"[]\" stands for any\n"
 	      "array index. Durations are integers (unit shown), rates are fractions 0..1.\n"
 	      "Optional sections are off when absent; their keys' defaults apply when they\n"
 	      "are present. Unknown keys are errors.\n\n",

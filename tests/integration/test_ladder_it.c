@@ -12,7 +12,9 @@
 
 #include "itd.h"
 
-#define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
+#define HEAD                                                                                       \
+	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","            \
+	"\"callbacks\":{\"allow\":[\"127.0.0.1\"]},"
 #define BACKENDS                                                                                   \
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","    \
 	"\"model\":\"big\",\"breaker\":{\"failure_threshold\":1000}},"                             \

@@ -53,6 +53,7 @@ config(const char *mock, const char *db, const char *extra)
 
 	if (asprintf(&cfg,
 		     "{\"listen\":\"127.0.0.1:0\",\"database\":\"%s\",\"tokens_file\":\"tokens\","
+		     "\"callbacks\":{\"allow\":[\"127.0.0.1\"]},"
 		     "\"backends\":[{\"name\":\"primary\",\"url\":\"%s/b/primary/v1/chat/"
 		     "completions\",\"model\":\"m\",\"breaker\":{\"failure_threshold\":1000}}],"
 		     "\"routes\":[{\"name\":\"intent\",\"budget_ms\":3000,\"retry\":{\"max_"
