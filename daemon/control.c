@@ -12,10 +12,9 @@
  * The forced part of a route's level has one writer here,
  * control_level_set(), which also writes (or is told the caller's
  * transaction wrote) its "level" event: the operator's force and release,
- * the restore at start, the TTL expiry (control_level_tick, a cron hook;
- * engine_route_level() already reads an expired force as gone) and the
- * review queue's overflow all go through it. Breakers change only through breaker_force(),
- * whose transition event engine_breaker_events() writes, so a breaker
+ * the restore at start, the TTL expiry (control_level_tick, run by the TTL
+ * timer and the cron) and the review queue's overflow all go through it. Breakers change only
+ * through breaker_force(), whose transition event engine_breaker_events() writes, so a breaker
  * change adds no events row of its own.
  *
  * `overrides` rows: kind "level" value {"level":N} (actor, reason, until in

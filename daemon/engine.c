@@ -181,14 +181,10 @@ engine_route_index(const struct engine *e, const char *name)
 int
 engine_route_forced(const struct engine *e, int i)
 {
-	const struct route_rt *rt = &e->routes[i];
-
-	/* A TTL that has passed no longer counts, although the cron tick
-	 * (control_level_tick) clears the fields and writes the event. */
-	if (rt->forced_level >= 0 && rt->forced_until_wall > 0 &&
-	    clock_wall_ms() >= rt->forced_until_wall)
-		return -1;
-	return rt->forced_level;
+	/* A TTL ends when control's timer runs control_level_tick() (within a
+	 * loop turn of forced_until): until then the level is in force, so
+	 * what the API shows and the events it has written never disagree. */
+	return e->routes[i].forced_level;
 }
 
 int

@@ -259,9 +259,9 @@ CURL *engine_easy_get(struct engine *e);
 void engine_easy_put(struct engine *e, CURL *h);
 int engine_route_index(const struct engine *e, const char *name);
 /*
- * Route i's forced level in effect now (-1: none, or its TTL has passed),
- * and its effective level (forced, else auto). Read-only: the expiry's
- * write is control_level_tick()'s.
+ * Route i's forced level (-1: none) and its effective level (forced, else
+ * auto). Read-only: a TTL's end is control_level_tick()'s write, run by
+ * control's timer at forced_until.
  */
 int engine_route_forced(const struct engine *e, int i);
 int engine_route_level(const struct engine *e, int i);
