@@ -66,3 +66,7 @@ extern const char *const cli_reviews_takes[],
 /* cli_diagnose.c: why a route is degraded (GET /v1/diagnose). */
 cli_verb_fn cli_verb_diagnose;
 extern const char *const cli_diagnose_takes[];
+/* A review row's id, time to its due (or "-") and confidence (or "-") as table cells. */
+struct review_v;
+void cli_review_cells(const struct review_v *r, int64_t now, char *id, size_t idsz, char *due,
+		      size_t duesz, char *conf, size_t confsz);

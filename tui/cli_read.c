@@ -129,6 +129,20 @@ cli_verb_breakers(struct client *c, int json, int argc, char **argv, const struc
 	table_free(t);
 	return CLI_OK;
 }
+void
+cli_review_cells(const struct review_v *r, int64_t now, char *id, size_t idsz, char *due,
+		 size_t duesz, char *conf, size_t confsz)
+{
+	snprintf(id, idsz, "%lld", (long long)r->id);
+	if (r->due_at > 0)
+		fmt_duration(due, duesz, r->due_at - now, 0);
+	else
+		snprintf(due, duesz, "-");
+	if (isnan(r->confidence))
+		snprintf(conf, confsz, "-");
+	else
+		snprintf(conf, confsz, "%.2f", r->confidence);
+}
 
 const char *const cli_reviews_takes[] = {"--state", "--route", "--limit", NULL};
 
@@ -179,15 +193,7 @@ cli_verb_reviews(struct client *c, int json, int argc, char **argv, const struct
 		const char *cells[] = {id,  r->route,  r->priority, r->state,
 				       due, r->reason, conf,	    r->input ? r->input : ""};
 
-		snprintf(id, sizeof id, "%lld", (long long)r->id);
-		if (r->due_at > 0)
-			fmt_duration(due, sizeof due, r->due_at - now, 0);
-		else
-			snprintf(due, sizeof due, "-");
-		if (isnan(r->confidence))
-			snprintf(conf, sizeof conf, "-");
-		else
-			snprintf(conf, sizeof conf, "%.2f", r->confidence);
+		cli_review_cells(r, now, id, sizeof id, due, sizeof due, conf, sizeof conf);
 		table_add(t, cells);
 	}
 	table_print(t, stdout);

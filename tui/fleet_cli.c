@@ -685,15 +685,7 @@ fleet_reviews(struct fleet_ctx *x, int argc, char **argv)
 				       conf,
 				       q->input ? q->input : ""};
 
-		snprintf(id, sizeof id, "%lld", (long long)q->id);
-		if (q->due_at > 0)
-			fmt_duration(due, sizeof due, q->due_at - now, 0);
-		else
-			snprintf(due, sizeof due, "-");
-		if (isnan(q->confidence))
-			snprintf(conf, sizeof conf, "-");
-		else
-			snprintf(conf, sizeof conf, "%.2f", q->confidence);
+		cli_review_cells(q, now, id, sizeof id, due, sizeof due, conf, sizeof conf);
 		table_add(t, cells);
 	}
 	table_print(t, stdout);

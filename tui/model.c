@@ -20,164 +20,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "model_json.h"
 #include "util.h"
 #include "wire.h"
 
 const char *const model_slo_windows[SLO_NWIN] = {"5m", "30m", "1h", "6h", "1d", "3d", "30d"};
-
-/* Copy at most dstsz-1 bytes of src, never splitting a UTF-8 sequence. */
-static void
-copy_str(char *dst, size_t dstsz, const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n >= dstsz) {
-		n = dstsz - 1;
-		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-static char *
-dup_big(const char *src)
-{
-	size_t n = strlen(src);
-
-	if (n > MODEL_BIG_MAX) {
-		n = MODEL_BIG_MAX;
-		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
-			n--;
-	}
-	return xstrndup(src, n);
-}
-
-static const cJSON *
-get(const cJSON *o, const char *key)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
-static void
-get_str(const cJSON *o, const char *key, char *dst, size_t dstsz)
-{
-	const cJSON *v = get(o, key);
-
-	if (cJSON_IsString(v) && v->valuestring != NULL)
-		copy_str(dst, dstsz, v->valuestring);
-	else if (cJSON_IsNumber(v))
-		snprintf(dst, dstsz, "%.0f", v->valuedouble);
-	else
-		dst[0] = '\0';
-}
-
-static double
-get_num(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-
-	return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static int
-get_int(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-
-	if (!cJSON_IsNumber(v) || v->valuedouble < -2147483647.0 || v->valuedouble > 2147483647.0)
-		return -1;
-	return (int)v->valuedouble;
-}
-
-static int64_t
-get_i64(const cJSON *o, const char *key, int64_t def)
-{
-	const cJSON *v = get(o, key);
-	int64_t x;
-
-	if (cJSON_IsNumber(v))
-		return (int64_t)v->valuedouble;
-	if (cJSON_IsString(v) && parse_int64(v->valuestring, &x) == 0)
-		return x;
-	return def;
-}
-
-/* An RFC3339 string (or a number of epoch ms); 0 when absent or null. */
-static int64_t
-get_time(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-	int64_t ms;
-
-	if (cJSON_IsString(v) && time_parse_rfc3339(v->valuestring, &ms) == 0)
-		return ms;
-	if (cJSON_IsNumber(v))
-		return (int64_t)v->valuedouble;
-	return 0;
-}
-
-/* A string as is; anything else (object, array, number) printed compactly; NULL for null. */
-static char *
-get_text(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-	char *p, *r;
-
-	if (v == NULL || cJSON_IsNull(v))
-		return NULL;
-	if (cJSON_IsString(v))
-		return dup_big(v->valuestring);
-	p = cJSON_PrintUnformatted(v);
-	if (p == NULL)
-		abort();
-	r = dup_big(p);
-	cJSON_free(p);
-	return r;
-}
-
-/* Compact JSON text of a value, NULL when absent or null. */
-static char *
-get_json(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-	char *p, *r;
-
-	if (v == NULL || cJSON_IsNull(v))
-		return NULL;
-	p = cJSON_PrintUnformatted(v);
-	if (p == NULL)
-		abort();
-	r = dup_big(p);
-	cJSON_free(p);
-	return r;
-}
-
-static int
-parse_root(const char *json, size_t len, cJSON **root, char **cause)
-{
-	*root = cJSON_ParseWithLength(json, len);
-	if (*root == NULL || !cJSON_IsObject(*root)) {
-		cJSON_Delete(*root);
-		*root = NULL;
-		if (cause)
-			*cause = xstrdup("the answer is not a JSON object");
-		return MODEL_E_PARSE;
-	}
-	return 0;
-}
-
-static int
-need_array(const cJSON *root, const char *key, const cJSON **arr, char **cause)
-{
-	*arr = get(root, key);
-	if (!cJSON_IsArray(*arr)) {
-		if (cause)
-			*cause = xasprintf("the answer has no \"%s\" array", key);
-		return MODEL_E_PARSE;
-	}
-	return 0;
-}
 
 enum breaker_st
 breaker_st_parse(const char *name)
@@ -206,19 +53,19 @@ route_from_json(const cJSON *ro, struct route_v *r)
 	const cJSON *f, *t, *targets;
 
 	memset(r, 0, sizeof *r);
-	get_str(ro, "name", r->name, sizeof r->name);
-	r->level = get_int(ro, "level");
-	r->auto_level = get_int(ro, "auto_level");
-	f = get(ro, "forced_level");
+	model_json_str(ro, "name", r->name, sizeof r->name);
+	r->level = model_json_int(ro, "level");
+	r->auto_level = model_json_int(ro, "auto_level");
+	f = model_json_get(ro, "forced_level");
 	if (cJSON_IsObject(f)) {
 		r->forced = 1;
-		r->forced_lvl = get_int(f, "level");
-		get_str(f, "actor", r->forced_actor, sizeof r->forced_actor);
-		get_str(f, "reason", r->forced_reason, sizeof r->forced_reason);
-		r->forced_until = get_time(f, "until");
+		r->forced_lvl = model_json_int(f, "level");
+		model_json_str(f, "actor", r->forced_actor, sizeof r->forced_actor);
+		model_json_str(f, "reason", r->forced_reason, sizeof r->forced_reason);
+		r->forced_until = model_json_time(f, "until");
 	}
-	r->budget_ms = get_int(ro, "budget_ms");
-	targets = get(ro, "targets");
+	r->budget_ms = model_json_int(ro, "budget_ms");
+	targets = model_json_get(ro, "targets");
 	cJSON_ArrayForEach(t, targets)
 	{
 		struct target_v *tv;
@@ -226,14 +73,14 @@ route_from_json(const cJSON *ro, struct route_v *r)
 		if (r->ntargets >= MODEL_TARGETS_MAX)
 			break;
 		tv = &r->targets[r->ntargets++];
-		get_str(t, "backend", tv->backend, sizeof tv->backend);
-		tv->weight = get_int(t, "weight");
-		tv->canary = cJSON_IsTrue(get(t, "canary"));
+		model_json_str(t, "backend", tv->backend, sizeof tv->backend);
+		tv->weight = model_json_int(t, "weight");
+		tv->canary = cJSON_IsTrue(model_json_get(t, "canary"));
 	}
-	r->rps = get_num(ro, "rps_1m");
-	r->p50_ms = get_num(ro, "p50_ms_1m");
-	r->p99_ms = get_num(ro, "p99_ms_1m");
-	r->review_pending = get_int(ro, "review_pending");
+	r->rps = model_json_num(ro, "rps_1m");
+	r->p50_ms = model_json_num(ro, "p50_ms_1m");
+	r->p99_ms = model_json_num(ro, "p99_ms_1m");
+	r->review_pending = model_json_int(ro, "review_pending");
 }
 
 static void
@@ -242,30 +89,30 @@ backend_from_json(const cJSON *bo, struct backend_v *b)
 	const cJSON *br, *lt;
 
 	memset(b, 0, sizeof *b);
-	get_str(bo, "name", b->name, sizeof b->name);
-	get_str(bo, "version", b->version, sizeof b->version);
-	br = get(bo, "breaker");
-	get_str(br, "state", b->state, sizeof b->state);
+	model_json_str(bo, "name", b->name, sizeof b->name);
+	model_json_str(bo, "version", b->version, sizeof b->version);
+	br = model_json_get(bo, "breaker");
+	model_json_str(br, "state", b->state, sizeof b->state);
 	b->st = breaker_st_parse(b->state);
-	get_str(br, "mode", b->mode, sizeof b->mode);
-	b->failures = get_int(br, "failures");
-	b->calls_in_window = get_int(br, "calls_in_window");
-	b->failure_rate = get_num(br, "failure_rate");
-	b->slow_call_rate = get_num(br, "slow_call_rate");
-	b->opened_at = get_time(br, "opened_at");
-	b->half_open_at = get_time(br, "half_open_at");
-	lt = get(br, "last_transition");
+	model_json_str(br, "mode", b->mode, sizeof b->mode);
+	b->failures = model_json_int(br, "failures");
+	b->calls_in_window = model_json_int(br, "calls_in_window");
+	b->failure_rate = model_json_num(br, "failure_rate");
+	b->slow_call_rate = model_json_num(br, "slow_call_rate");
+	b->opened_at = model_json_time(br, "opened_at");
+	b->half_open_at = model_json_time(br, "half_open_at");
+	lt = model_json_get(br, "last_transition");
 	if (cJSON_IsObject(lt)) {
 		b->has_transition = 1;
-		b->tr_at = get_time(lt, "at");
-		get_str(lt, "from", b->tr_from, sizeof b->tr_from);
-		get_str(lt, "to", b->tr_to, sizeof b->tr_to);
-		get_str(lt, "reason", b->tr_reason, sizeof b->tr_reason);
+		b->tr_at = model_json_time(lt, "at");
+		model_json_str(lt, "from", b->tr_from, sizeof b->tr_from);
+		model_json_str(lt, "to", b->tr_to, sizeof b->tr_to);
+		model_json_str(lt, "reason", b->tr_reason, sizeof b->tr_reason);
 	}
-	b->inflight = get_int(bo, "inflight");
-	b->max_concurrent = get_int(bo, "max_concurrent");
-	b->health = get_num(bo, "health");
-	b->p90_ms = get_num(bo, "p90_ms_5m");
+	b->inflight = model_json_int(bo, "inflight");
+	b->max_concurrent = model_json_int(bo, "max_concurrent");
+	b->health = model_json_num(bo, "health");
+	b->p90_ms = model_json_num(bo, "p90_ms_5m");
 }
 
 int
@@ -274,7 +121,7 @@ model_parse_route(const char *json, size_t len, struct route_v *out, char **caus
 	cJSON *root = NULL;
 	int rc;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc != 0)
 		goto out;
 	route_from_json(root, out);
@@ -291,19 +138,19 @@ model_parse_state(const char *json, size_t len, struct state_v **out, char **cau
 	struct state_v *s = NULL;
 	int rc;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc != 0)
 		goto out;
-	rc = need_array(root, "routes", &routes, cause);
+	rc = model_json_array(root, "routes", &routes, cause);
 	if (rc == 0)
-		rc = need_array(root, "backends", &backends, cause);
+		rc = model_json_array(root, "backends", &backends, cause);
 	if (rc != 0)
 		goto out;
 	s = xcalloc(1, sizeof *s);
-	get_str(root, "version", s->version, sizeof s->version);
-	s->started_at = get_time(root, "started_at");
-	s->uptime_s = get_i64(root, "uptime_s", -1);
-	s->inflight = get_int(root, "inflight");
+	model_json_str(root, "version", s->version, sizeof s->version);
+	s->started_at = model_json_time(root, "started_at");
+	s->uptime_s = model_json_i64(root, "uptime_s", -1);
+	s->inflight = model_json_int(root, "inflight");
 	s->routes = xcalloc((size_t)cJSON_GetArraySize(routes) + 1, sizeof *s->routes);
 	cJSON_ArrayForEach(it, routes) route_from_json(it, &s->routes[s->nroutes++]);
 	s->backends = xcalloc((size_t)cJSON_GetArraySize(backends) + 1, sizeof *s->backends);
@@ -330,15 +177,15 @@ static void
 window_from_json(const cJSON *wo, struct slo_window_v *w)
 {
 	w->present = cJSON_IsObject(wo);
-	w->total = get_i64(wo, "total", -1);
-	w->service_good = get_i64(wo, "service_good", -1);
-	w->smart_good = get_i64(wo, "smart_good", -1);
-	w->service = get_num(wo, "service_availability");
-	w->smart = get_num(wo, "smart_availability");
-	w->latency_ok = get_num(wo, "latency_ok");
-	w->timeout_rate = get_num(wo, "timeout_rate");
-	w->retry_rate = get_num(wo, "retry_rate");
-	w->format_violation_rate = get_num(wo, "format_violation_rate");
+	w->total = model_json_i64(wo, "total", -1);
+	w->service_good = model_json_i64(wo, "service_good", -1);
+	w->smart_good = model_json_i64(wo, "smart_good", -1);
+	w->service = model_json_num(wo, "service_availability");
+	w->smart = model_json_num(wo, "smart_availability");
+	w->latency_ok = model_json_num(wo, "latency_ok");
+	w->timeout_rate = model_json_num(wo, "timeout_rate");
+	w->retry_rate = model_json_num(wo, "retry_rate");
+	w->format_violation_rate = model_json_num(wo, "format_violation_rate");
 }
 
 int
@@ -349,9 +196,9 @@ model_parse_slo(const char *json, size_t len, struct slo_v **out, char **cause)
 	struct slo_v *s = NULL;
 	int rc, i;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc == 0)
-		rc = need_array(root, "routes", &routes, cause);
+		rc = model_json_array(root, "routes", &routes, cause);
 	if (rc != 0)
 		goto out;
 	s = xcalloc(1, sizeof *s);
@@ -360,20 +207,20 @@ model_parse_slo(const char *json, size_t len, struct slo_v **out, char **cause)
 	{
 		struct slo_route_v *r = &s->routes[s->n++];
 
-		get_str(it, "route", r->route, sizeof r->route);
-		obj = get(it, "objectives");
-		r->obj_service = get_num(obj, "service_availability");
-		r->obj_smart = get_num(obj, "smart_availability");
-		r->obj_latency_ms = get_num(obj, "latency_ms");
-		r->obj_latency_target = get_num(obj, "latency_target");
-		win = get(it, "windows");
+		model_json_str(it, "route", r->route, sizeof r->route);
+		obj = model_json_get(it, "objectives");
+		r->obj_service = model_json_num(obj, "service_availability");
+		r->obj_smart = model_json_num(obj, "smart_availability");
+		r->obj_latency_ms = model_json_num(obj, "latency_ms");
+		r->obj_latency_target = model_json_num(obj, "latency_target");
+		win = model_json_get(it, "windows");
 		for (i = 0; i < SLO_NWIN; i++)
-			window_from_json(get(win, model_slo_windows[i]), &r->w[i]);
-		eb = get(it, "error_budget");
-		r->budget_service = get_num(get(eb, "service"), "remaining");
-		r->burn_service = get_num(get(eb, "service"), "burn_rate_1h");
-		r->budget_smart = get_num(get(eb, "smart"), "remaining");
-		r->burn_smart = get_num(get(eb, "smart"), "burn_rate_1h");
+			window_from_json(model_json_get(win, model_slo_windows[i]), &r->w[i]);
+		eb = model_json_get(it, "error_budget");
+		r->budget_service = model_json_num(model_json_get(eb, "service"), "remaining");
+		r->burn_service = model_json_num(model_json_get(eb, "service"), "burn_rate_1h");
+		r->budget_smart = model_json_num(model_json_get(eb, "smart"), "remaining");
+		r->burn_smart = model_json_num(model_json_get(eb, "smart"), "burn_rate_1h");
 	}
 	*out = s;
 	s = NULL;
@@ -400,9 +247,9 @@ model_parse_alerts(const char *json, size_t len, struct alerts_v **out, char **c
 	struct alerts_v *a = NULL;
 	int rc;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc == 0)
-		rc = need_array(root, "alerts", &arr, cause);
+		rc = model_json_array(root, "alerts", &arr, cause);
 	if (rc != 0)
 		goto out;
 	a = xcalloc(1, sizeof *a);
@@ -411,15 +258,15 @@ model_parse_alerts(const char *json, size_t len, struct alerts_v **out, char **c
 	{
 		struct alert_v *v = &a->v[a->n++];
 
-		get_str(it, "id", v->id, sizeof v->id);
-		get_str(it, "rule", v->rule, sizeof v->rule);
-		get_str(it, "route", v->route, sizeof v->route);
-		get_str(it, "severity", v->severity, sizeof v->severity);
-		get_str(it, "state", v->state, sizeof v->state);
-		v->value = get_num(it, "value");
-		v->threshold = get_num(it, "threshold");
-		v->since = get_time(it, "since");
-		v->resolved_at = get_time(it, "resolved_at");
+		model_json_str(it, "id", v->id, sizeof v->id);
+		model_json_str(it, "rule", v->rule, sizeof v->rule);
+		model_json_str(it, "route", v->route, sizeof v->route);
+		model_json_str(it, "severity", v->severity, sizeof v->severity);
+		model_json_str(it, "state", v->state, sizeof v->state);
+		v->value = model_json_num(it, "value");
+		v->threshold = model_json_num(it, "threshold");
+		v->since = model_json_time(it, "since");
+		v->resolved_at = model_json_time(it, "resolved_at");
 	}
 	*out = a;
 	a = NULL;
@@ -442,22 +289,22 @@ static void
 review_from_json(const cJSON *it, struct review_v *v)
 {
 	memset(v, 0, sizeof *v);
-	v->id = get_i64(it, "id", -1);
-	get_str(it, "route", v->route, sizeof v->route);
-	get_str(it, "request_id", v->request_id, sizeof v->request_id);
-	get_str(it, "priority", v->priority, sizeof v->priority);
-	get_str(it, "reason", v->reason, sizeof v->reason);
-	get_str(it, "state", v->state, sizeof v->state);
-	v->created_at = get_time(it, "created_at");
-	v->due_at = get_time(it, "due_at");
-	v->overdue = cJSON_IsTrue(get(it, "overdue"));
-	v->input = get_text(it, "input");
-	v->raw_output = get_text(it, "raw_output");
-	v->result = get_json(it, "result");
-	v->alt_result = get_json(it, "alt_result");
-	v->confidence = get_num(it, "confidence");
-	get_str(it, "reviewer", v->reviewer, sizeof v->reviewer);
-	v->decision_at = get_time(it, "decision_at");
+	v->id = model_json_i64(it, "id", -1);
+	model_json_str(it, "route", v->route, sizeof v->route);
+	model_json_str(it, "request_id", v->request_id, sizeof v->request_id);
+	model_json_str(it, "priority", v->priority, sizeof v->priority);
+	model_json_str(it, "reason", v->reason, sizeof v->reason);
+	model_json_str(it, "state", v->state, sizeof v->state);
+	v->created_at = model_json_time(it, "created_at");
+	v->due_at = model_json_time(it, "due_at");
+	v->overdue = cJSON_IsTrue(model_json_get(it, "overdue"));
+	v->input = model_json_text(it, "input");
+	v->raw_output = model_json_text(it, "raw_output");
+	v->result = model_json_print(it, "result");
+	v->alt_result = model_json_print(it, "alt_result");
+	v->confidence = model_json_num(it, "confidence");
+	model_json_str(it, "reviewer", v->reviewer, sizeof v->reviewer);
+	v->decision_at = model_json_time(it, "decision_at");
 }
 
 int
@@ -468,7 +315,7 @@ model_parse_reviews(const char *json, size_t len, int single, struct reviews_v *
 	struct reviews_v *r = NULL;
 	int rc;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc != 0)
 		goto out;
 	r = xcalloc(1, sizeof *r);
@@ -478,14 +325,14 @@ model_parse_reviews(const char *json, size_t len, int single, struct reviews_v *
 		review_from_json(root, &r->v[r->n++]);
 		goto done;
 	}
-	rc = need_array(root, "items", &arr, cause);
+	rc = model_json_array(root, "items", &arr, cause);
 	if (rc != 0)
 		goto out;
 	r->v = xcalloc((size_t)cJSON_GetArraySize(arr) + 1, sizeof *r->v);
 	cJSON_ArrayForEach(it, arr) review_from_json(it, &r->v[r->n++]);
-	counts = get(root, "counts");
-	r->pending = get_int(counts, "pending");
-	r->overdue = get_int(counts, "overdue");
+	counts = model_json_get(root, "counts");
+	r->pending = model_json_int(counts, "pending");
+	r->overdue = model_json_int(counts, "overdue");
 done:
 	*out = r;
 	r = NULL;
@@ -539,9 +386,9 @@ model_parse_events(const char *json, size_t len, struct events_v **out, char **c
 	struct events_v *e = NULL;
 	int rc;
 
-	rc = parse_root(json, len, &root, cause);
+	rc = model_json_root(json, len, &root, cause);
 	if (rc == 0)
-		rc = need_array(root, "events", &arr, cause);
+		rc = model_json_array(root, "events", &arr, cause);
 	if (rc != 0)
 		goto out;
 	e = xcalloc(1, sizeof *e);
@@ -550,11 +397,11 @@ model_parse_events(const char *json, size_t len, struct events_v **out, char **c
 	{
 		struct event_v *v = &e->v[e->n++];
 
-		v->id = get_i64(it, "id", -1);
-		v->at = get_time(it, "at");
-		get_str(it, "kind", v->kind, sizeof v->kind);
-		get_str(it, "subject", v->subject, sizeof v->subject);
-		v->detail = get_text(it, "detail");
+		v->id = model_json_i64(it, "id", -1);
+		v->at = model_json_time(it, "at");
+		model_json_str(it, "kind", v->kind, sizeof v->kind);
+		model_json_str(it, "subject", v->subject, sizeof v->subject);
+		v->detail = model_json_text(it, "detail");
 	}
 	*out = e;
 	e = NULL;
@@ -654,7 +501,7 @@ history_push(struct history *h, const char *name, double rps, double smart)
 		i = h->n++;
 		s = &h->s[i];
 		memset(s, 0, sizeof *s);
-		copy_str(s->name, sizeof s->name, name);
+		model_json_copy(s->name, sizeof s->name, name);
 	}
 	s = &h->s[i];
 	s->rps[s->head] = (float)rps;

@@ -15,15 +15,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model_json.h"
+
 #define MODEL_NAME_MAX	  64
 #define MODEL_TEXT_MAX	  256
 #define MODEL_TARGETS_MAX 16
-#define MODEL_BIG_MAX	  (64 * 1024) /* review input / output excerpts */
-#define HIST_LEN	  600	      /* samples kept per route: 10 min at 1 Hz */
-
-enum model_e {
-	MODEL_E_PARSE = 1, /* not JSON, or not the expected shape; *cause says what */
-};
+#define HIST_LEN	  600 /* samples kept per route: 10 min at 1 Hz */
 
 enum breaker_st {
 	BS_UNKNOWN = 0,

@@ -12,78 +12,21 @@
 
 #include <cjson/cJSON.h>
 
+#include "model_json.h"
 #include "util.h"
 
-static const cJSON *
-get(const cJSON *o, const char *key)
-{
-	return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
-static void
-get_str(const cJSON *o, const char *key, char *dst, size_t dstsz)
-{
-	const cJSON *v = get(o, key);
-	size_t n;
-
-	dst[0] = '\0';
-	if (!cJSON_IsString(v) || v->valuestring == NULL)
-		return;
-	n = strlen(v->valuestring);
-	if (n >= dstsz) {
-		n = dstsz - 1;
-		while (n > 0 && ((unsigned char)v->valuestring[n] & 0xc0) == 0x80)
-			n--;
-	}
-	memcpy(dst, v->valuestring, n);
-	dst[n] = '\0';
-}
-
-static int64_t
-get_time(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-	int64_t ms;
-
-	if (cJSON_IsString(v) && time_parse_rfc3339(v->valuestring, &ms) == 0)
-		return ms;
-	if (cJSON_IsNumber(v))
-		return (int64_t)v->valuedouble;
-	return 0;
-}
-
-static char *
-get_json(const cJSON *o, const char *key)
-{
-	const cJSON *v = get(o, key);
-	char *p, *r;
-
-	if (v == NULL || cJSON_IsNull(v))
-		return NULL;
-	if (cJSON_IsString(v))
-		return xstrdup(v->valuestring);
-	p = cJSON_PrintUnformatted(v);
-	if (p == NULL)
-		abort();
-	r = xstrdup(p);
-	cJSON_free(p);
-	return r;
-}
-
+/* A JSON object's array key (the answer's root), or MODEL_E_PARSE with *cause. */
 static int
 root_array(const char *json, size_t len, const char *key, cJSON **root, const cJSON **arr,
 	   char **cause)
 {
-	*root = cJSON_ParseWithLength(json, len);
-	*arr = get(*root, key);
-	if (!cJSON_IsObject(*root) || !cJSON_IsArray(*arr)) {
+	int r = model_json_root(json, len, root, cause);
+
+	if (r == 0 && (r = model_json_array(*root, key, arr, cause)) != 0) {
 		cJSON_Delete(*root);
 		*root = NULL;
-		if (cause)
-			*cause = xasprintf("the answer has no \"%s\" array", key);
-		return MODEL_E_PARSE;
 	}
-	return 0;
+	return r;
 }
 
 /* The last n values of a JSON array into dst[HIST_MINUTES] (NAN for null). */
@@ -112,33 +55,33 @@ model_parse_history(const char *json, size_t len, struct slo_hist_v **out, char 
 	if (root_array(json, len, "routes", &root, &routes, cause) != 0)
 		return MODEL_E_PARSE;
 	h = xcalloc(1, sizeof *h);
-	mv = get(root, "minutes");
+	mv = model_json_get(root, "minutes");
 	total = cJSON_IsNumber(mv) && mv->valuedouble >= 1 && mv->valuedouble < 1e6
 			? (int)mv->valuedouble
 			: HIST_MINUTES;
 	n = MIN(total, HIST_MINUTES);
 	h->minutes = n;
-	h->from = get_time(root, "from") + (int64_t)(total - n) * 60000;
+	h->from = model_json_time(root, "from") + (int64_t)(total - n) * 60000;
 	h->routes = xcalloc((size_t)cJSON_GetArraySize(routes) + 1, sizeof *h->routes);
 	cJSON_ArrayForEach(it, routes)
 	{
 		struct hist_route_v *r = &h->routes[h->nroutes++];
 
-		get_str(it, "route", r->route, sizeof r->route);
-		series(get(it, "calls"), n, r->calls);
-		series(get(it, "degraded"), n, r->degraded);
-		series(get(it, "service"), n, r->service);
-		series(get(it, "smart"), n, r->smart);
-		series(get(it, "p99_ms"), n, r->p99_ms);
+		model_json_str(it, "route", r->route, sizeof r->route);
+		series(model_json_get(it, "calls"), n, r->calls);
+		series(model_json_get(it, "degraded"), n, r->degraded);
+		series(model_json_get(it, "service"), n, r->service);
+		series(model_json_get(it, "smart"), n, r->smart);
+		series(model_json_get(it, "p99_ms"), n, r->p99_ms);
 	}
-	backends = get(root, "backends");
+	backends = model_json_get(root, "backends");
 	h->backends = xcalloc((size_t)cJSON_GetArraySize(backends) + 1, sizeof *h->backends);
 	cJSON_ArrayForEach(it, backends)
 	{
 		struct hist_backend_v *b = &h->backends[h->nbackends++];
 
-		get_str(it, "backend", b->backend, sizeof b->backend);
-		oc = get(it, "outcomes");
+		model_json_str(it, "backend", b->backend, sizeof b->backend);
+		oc = model_json_get(it, "outcomes");
 		cJSON_ArrayForEach(o, oc)
 		{
 			int64_t v = cJSON_IsNumber(o) ? (int64_t)o->valuedouble : 0;
@@ -225,16 +168,16 @@ model_parse_audit(const char *json, size_t len, struct audits_v **out, char **ca
 	cJSON_ArrayForEach(it, rows)
 	{
 		struct audit_v *r = &a->v[a->n++];
-		const cJSON *id = get(it, "id");
+		const cJSON *id = model_json_get(it, "id");
 
 		r->id = cJSON_IsNumber(id) ? (int64_t)id->valuedouble : 0;
-		r->at = get_time(it, "at");
-		get_str(it, "actor", r->actor, sizeof r->actor);
-		get_str(it, "action", r->action, sizeof r->action);
-		get_str(it, "target", r->target, sizeof r->target);
-		get_str(it, "remote", r->remote, sizeof r->remote);
-		r->before = get_json(it, "before");
-		r->after = get_json(it, "after");
+		r->at = model_json_time(it, "at");
+		model_json_str(it, "actor", r->actor, sizeof r->actor);
+		model_json_str(it, "action", r->action, sizeof r->action);
+		model_json_str(it, "target", r->target, sizeof r->target);
+		model_json_str(it, "remote", r->remote, sizeof r->remote);
+		r->before = model_json_text(it, "before");
+		r->after = model_json_text(it, "after");
 	}
 	cJSON_Delete(root);
 	*out = a;
