@@ -82,6 +82,20 @@ START_TEST(redact_keys_and_bearer)
 	ck_assert_str_eq(s, "");
 	free(s);
 	ck_assert_ptr_null(textcheck_redact(NULL, keys, 3));
+	/* keys and tokens at both ends and side by side; text between kept whole */
+	s = textcheck_redact("sk-live-1234567890Bearer abc sk-live-1234567890", keys, 3);
+	ck_assert_str_eq(s, "[redacted]Bearer [redacted] [redacted]");
+	free(s);
+	s = textcheck_redact("BEARER t1 mid bearer: no", keys, 3);
+	ck_assert_str_eq(s, "BEARER [redacted] mid bearer: no");
+	free(s);
+	/* nothing to redact, with and without keys: the text as it was */
+	s = textcheck_redact("plain \u00e9 text, no tokens", keys, 3);
+	ck_assert_str_eq(s, "plain \u00e9 text, no tokens");
+	free(s);
+	s = textcheck_redact("plain text", NULL, 0);
+	ck_assert_str_eq(s, "plain text");
+	free(s);
 }
 END_TEST
 

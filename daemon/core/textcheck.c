@@ -127,40 +127,50 @@ char *
 textcheck_redact(const char *text, const char *const *keys, int nkeys)
 {
 	struct buf b;
-	const char *p;
-	int i;
+	const char *p, *run;
+	size_t lens[TEXTCHECK_KEYS_MAX];
+	int i, n = 0;
 
 	if (text == NULL)
 		return NULL;
+	for (i = 0; i < nkeys && n < TEXTCHECK_KEYS_MAX; i++)
+		lens[n++] = keys[i] ? strlen(keys[i]) : 0;
+	/* the common case, nothing to redact: one scan, one copy */
+	if (n == 0 && strcasestr(text, "bearer ") == NULL)
+		return xstrdup(text);
 	buf_init(&b, SIZE_MAX / 2);
-	p = text;
+	p = run = text;
 	while (*p) {
+		unsigned char ch = (unsigned char)*p;
 		size_t klen = 0;
 
-		for (i = 0; i < nkeys; i++) {
-			size_t n = keys[i] ? strlen(keys[i]) : 0;
-
-			if (n >= 4 && strncmp(p, keys[i], n) == 0) {
-				klen = n;
+		for (i = 0; i < n; i++) {
+			if (lens[i] >= 4 && (unsigned char)keys[i][0] == ch &&
+			    strncmp(p, keys[i], lens[i]) == 0) {
+				klen = lens[i];
 				break;
 			}
 		}
 		if (klen) {
+			buf_append(&b, run, (size_t)(p - run));
 			buf_puts(&b, REDACTED);
 			p += klen;
+			run = p;
 			continue;
 		}
-		if (strncasecmp(p, "bearer ", 7) == 0 && token_char((unsigned char)p[7])) {
-			buf_append(&b, p, 7);
+		if ((ch == 'b' || ch == 'B') && strncasecmp(p, "bearer ", 7) == 0 &&
+		    token_char((unsigned char)p[7])) {
+			buf_append(&b, run, (size_t)(p - run) + 7);
 			buf_puts(&b, REDACTED);
 			p += 7;
 			while (*p && token_char((unsigned char)*p))
 				p++;
+			run = p;
 			continue;
 		}
-		buf_append(&b, p, 1);
 		p++;
 	}
+	buf_append(&b, run, (size_t)(p - run));
 	if (b.data == NULL)
 		return xstrdup("");
 	return buf_steal(&b);

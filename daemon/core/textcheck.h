@@ -28,6 +28,8 @@ int textcheck_json_utf8(const cJSON *v, char *path, size_t pathlen);
  */
 bool textcheck_has_control(const char *s);
 
+#define TEXTCHECK_KEYS_MAX 64 /* keys textcheck_redact() looks for (more are ignored) */
+
 /*
  * text with every occurrence of each of keys[0..nkeys) (NULL and keys
  * under 4 bytes are skipped) and the token after each "Bearer " (case
