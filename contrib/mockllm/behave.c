@@ -63,8 +63,13 @@ enum field_type {
 	FIELD_STATUS,
 	FIELD_BYTES,
 	FIELD_PRESET,
-	FIELD_JSON, /* any JSON, kept as its text */
+	FIELD_JSON,  /* any JSON, kept as its text */
+	FIELD_PCT,   /* a number 0..100 (double) */
+	FIELD_EXP,   /* a number 0.5..4 (double) */
+	FIELD_COUNT, /* an integer 0..COUNT_MAX */
 };
+
+#define COUNT_MAX 1000000000LL
 
 struct field {
 	const char *name;
@@ -72,6 +77,48 @@ struct field {
 	size_t off;
 };
 
+/*
+ * The behaviour keys. Latency: delay_ms, or delay_min_ms..delay_max_ms
+ * (uniform, the seeded generator), plus hang_ms; hang: never answer. The
+ * delay comes before the status line, so it is the time to the first byte
+ * of a JSON answer and of a stream alike (a stream then waits
+ * stream_first_delay_ms more for its first event, stream_chunk_ms between
+ * events). Failures: status (+ retry_after), reset, reset_after_bytes,
+ * truncate, drip_ms, body, body_bytes, content_type. Answers: content,
+ * preset, tool_calls, finish_reason. "script": behaviours served first, in
+ * order, one per request.
+ *
+ * tail_pct P (0..100) with tail_delay_ms T: a heavy latency tail. Each
+ * request is, with probability P %, delayed T ms instead of delay_ms /
+ * delay_min_ms..delay_max_ms (the same seeded generator; hang_ms still
+ * adds). The two keys go together.
+ *
+ * knee K (>= 1) with knee_exp E (default 1, 0.5..4): a server that slows
+ * down past K requests in flight. With n requests of this backend in flight
+ * when a request's body is complete (counted from arrival to the end of
+ * its answer, itself included), its delay (normal or tail) is multiplied by
+ * (n / K)^E when n > K. E = 1: latency grows linearly with concurrency
+ * while throughput stays flat at K / delay (processor sharing); E = 2: the
+ * throughput itself falls as K^2 / (n x delay), the congestion collapse of
+ * a thrashing model server. Nothing blocks: the delay is a timer.
+ *
+ * ratelimit_requests N and/or ratelimit_tokens T with ratelimit_reset_ms
+ * R: a provider's fixed rate-limit window per backend. The window opens
+ * with the first request after the previous one ended (or after the
+ * behaviour was set, or /_mock/reset) and lasts R ms. A request that
+ * would be the (N+1)-th in the window, or whose tokens (prompt estimate +
+ * the answer's completion tokens) would pass T, is answered 429 at once
+ * (no delay) with retry-after-ms (ms left in the window, at least 1) and
+ * retry-after (seconds, rounded up), and is not counted in the window.
+ * Every answer of such a backend, 429 included, carries
+ * x-ratelimit-limit-requests / x-ratelimit-remaining-requests (N minus the
+ * requests admitted in the window, this one included) /
+ * x-ratelimit-reset-requests (time left in the window at the answer, in
+ * OpenAI's duration format: "20ms", "1.5s", "6m0s"), and the -tokens
+ * triple when T is set. /_mock/stats shows per backend "requests"
+ * (received), "ratelimited", "tail_delayed", "knee_delayed" and the open
+ * window ("ratelimit_window").
+ */
 static const struct field behave_fields[] = {
 	{"content", FIELD_STR, offsetof(struct behave, content)},
 	{"preset", FIELD_PRESET, offsetof(struct behave, preset)},
@@ -93,6 +140,13 @@ static const struct field behave_fields[] = {
 	{"stream_chunk_ms", FIELD_MS, offsetof(struct behave, stream_chunk_ms)},
 	{"tool_calls", FIELD_JSON, offsetof(struct behave, tool_calls)},
 	{"finish_reason", FIELD_HEADER, offsetof(struct behave, finish_reason)},
+	{"tail_pct", FIELD_PCT, offsetof(struct behave, tail_pct)},
+	{"tail_delay_ms", FIELD_MS, offsetof(struct behave, tail_delay_ms)},
+	{"knee", FIELD_COUNT, offsetof(struct behave, knee)},
+	{"knee_exp", FIELD_EXP, offsetof(struct behave, knee_exp)},
+	{"ratelimit_requests", FIELD_COUNT, offsetof(struct behave, ratelimit_requests)},
+	{"ratelimit_tokens", FIELD_COUNT, offsetof(struct behave, ratelimit_tokens)},
+	{"ratelimit_reset_ms", FIELD_MS, offsetof(struct behave, ratelimit_reset_ms)},
 };
 
 void
@@ -105,6 +159,9 @@ behave_init(struct behave *b)
 	b->delay_max_ms = -1;
 	b->reset_after_bytes = -1;
 	b->body_bytes = -1;
+	b->tail_pct = -1;
+	b->tail_delay_ms = -1;
+	b->knee_exp = 1;
 }
 
 void
@@ -170,6 +227,7 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v, char *
 	char *base = (char *)b + f->off;
 	char **sp = (char **)(void *)base;
 	int64_t *ip = (int64_t *)(void *)base;
+	double *dp = (double *)(void *)base;
 	int *bp = (int *)(void *)base;
 	int64_t n;
 	int i, rc = -1;
@@ -224,6 +282,25 @@ behave_field_set(struct behave *b, const struct field *f, const cJSON *v, char *
 			*cause = xasprintf("\"%s\" must be an integer in "
 					   "0..%lld",
 					   f->name, BODY_BYTES_MAX);
+			goto out;
+		}
+		*ip = n;
+		break;
+	case FIELD_PCT:
+	case FIELD_EXP:
+		if (!cJSON_IsNumber(v) ||
+		    !(f->type == FIELD_PCT ? v->valuedouble >= 0 && v->valuedouble <= 100
+					   : v->valuedouble >= 0.5 && v->valuedouble <= 4)) {
+			*cause = xasprintf("\"%s\" must be a number in %s", f->name,
+					   f->type == FIELD_PCT ? "0..100" : "0.5..4");
+			goto out;
+		}
+		*dp = v->valuedouble;
+		break;
+	case FIELD_COUNT:
+		if (json_int(v, 0, COUNT_MAX, &n) != 0) {
+			*cause = xasprintf("\"%s\" must be an integer in 0..%lld", f->name,
+					   COUNT_MAX);
 			goto out;
 		}
 		*ip = n;
@@ -331,6 +408,15 @@ behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp, size_t *
 				   "\"delay_min_ms\"/\"delay_max_ms\"");
 		goto out;
 	}
+	if ((b->tail_pct < 0) != (b->tail_delay_ms < 0)) {
+		*cause = xasprintf("\"tail_pct\" and \"tail_delay_ms\" go together");
+		goto out;
+	}
+	if ((b->ratelimit_requests > 0 || b->ratelimit_tokens > 0) != (b->ratelimit_reset_ms > 0)) {
+		*cause = xasprintf("\"ratelimit_reset_ms\" (> 0) goes with "
+				   "\"ratelimit_requests\" or \"ratelimit_tokens\" (> 0)");
+		goto out;
+	}
 	if (scriptp != NULL) {
 		*scriptp = script;
 		*nscriptp = nscript;
@@ -383,6 +469,15 @@ out:
 	return be;
 }
 
+/* Close the backend's rate-limit window; caller holds mock.lock. */
+void
+backend_window_clear(struct backend *be)
+{
+	be->rl_end_ms = 0;
+	be->rl_requests = 0;
+	be->rl_tokens = 0;
+}
+
 void
 backend_free(struct backend *be)
 {
@@ -417,6 +512,7 @@ backend_set(const char *name, const cJSON *j, char **cause)
 		be->script = script;
 		be->nscript = nscript;
 		be->script_pos = 0;
+		backend_window_clear(be);
 		behave_init(&b);
 		script = NULL;
 		nscript = 0;

@@ -1,6 +1,8 @@
 /*
- * The control API: /_mock/stats, /_mock/reset and
- * /_mock/backends/<name>. MHD thread.
+ * The control API: /_mock/stats (per backend: requests received, in
+ * flight, completed, aborted, tail_delayed, knee_delayed, ratelimited, the
+ * open rate-limit window, the last request, arrival times), /_mock/reset
+ * and /_mock/backends/<name>. MHD thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,10 @@ mock_reset_all(void)
 		be->requests = 0;
 		be->completed = 0;
 		be->aborted = 0;
+		be->tail_delayed = 0;
+		be->knee_delayed = 0;
+		be->ratelimited = 0;
+		backend_window_clear(be);
 		be->max_inflight = be->inflight;
 		cJSON_Delete(be->last_request);
 		be->last_request = NULL;
@@ -39,14 +45,16 @@ mock_reset_all(void)
 static cJSON *
 mock_stats_json(void)
 {
-	cJSON *root, *bes, *o, *arr;
+	cJSON *root, *bes, *o, *arr, *w;
 	struct backend *be;
+	int64_t now;
 	size_t i, k;
 
 	root = cJSON_CreateObject();
 	bes = cJSON_AddObjectToObject(root, "backends");
 	pthread_mutex_lock(&mock.lock);
-	cJSON_AddNumberToObject(root, "uptime_ms", (double)(mono_ms() - mock.start_ms));
+	now = mono_ms();
+	cJSON_AddNumberToObject(root, "uptime_ms", (double)(now - mock.start_ms));
 	for (be = mock.backends; be != NULL; be = be->next) {
 		o = cJSON_AddObjectToObject(bes, be->name);
 		cJSON_AddNumberToObject(o, "requests", (double)be->requests);
@@ -55,6 +63,17 @@ mock_stats_json(void)
 		cJSON_AddNumberToObject(o, "completed", (double)be->completed);
 		cJSON_AddNumberToObject(o, "aborted", (double)be->aborted);
 		cJSON_AddNumberToObject(o, "script_left", (double)(be->nscript - be->script_pos));
+		cJSON_AddNumberToObject(o, "tail_delayed", (double)be->tail_delayed);
+		cJSON_AddNumberToObject(o, "knee_delayed", (double)be->knee_delayed);
+		cJSON_AddNumberToObject(o, "ratelimited", (double)be->ratelimited);
+		if (be->rl_end_ms > now) {
+			w = cJSON_AddObjectToObject(o, "ratelimit_window");
+			cJSON_AddNumberToObject(w, "requests", (double)be->rl_requests);
+			cJSON_AddNumberToObject(w, "tokens", (double)be->rl_tokens);
+			cJSON_AddNumberToObject(w, "reset_in_ms", (double)(be->rl_end_ms - now));
+		} else {
+			cJSON_AddNullToObject(o, "ratelimit_window");
+		}
 		if (be->last_request != NULL)
 			cJSON_AddItemToObject(o, "last_request",
 					      cJSON_Duplicate(be->last_request, 1));

@@ -11,7 +11,13 @@
  * chunk before [DONE]), a `system_fingerprint`; a behaviour may script
  * tool calls (`tool_calls`: message.tool_calls, or streamed
  * delta.tool_calls with the arguments in pieces) and the finish reason
- * (`finish_reason`, e.g. "length").
+ * (`finish_reason`, e.g. "length"). For the tail benches a behaviour can
+ * script a latency tail (`tail_pct`, `tail_delay_ms`), a server that slows
+ * down past a concurrency knee (`knee`, `knee_exp`) and a provider's
+ * rate-limit window with its x-ratelimit-* headers and 429s
+ * (`ratelimit_requests`, `ratelimit_tokens`, `ratelimit_reset_ms`); every
+ * key is described above behave_fields in behave.c, and /_mock/stats
+ * counts per backend what was received, delayed and refused.
  *
  * No thread ever sleeps for a request. libmicrohttpd runs one epoll polling
  * thread; a request that must wait (delay, hang, drip, stream pacing)

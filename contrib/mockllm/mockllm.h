@@ -40,8 +40,9 @@ enum preset {
 
 /*
  * What a backend does with one request. Strings are owned. Integers use 0
- * for "off" except reset_after_bytes, body_bytes and delay_min/max_ms,
- * which use -1.
+ * for "off" except reset_after_bytes, body_bytes, delay_min/max_ms and
+ * tail_delay_ms, which use -1; tail_pct uses -1 too, knee_exp defaults to 1.
+ * The keys and their semantics are listed above behave_fields (behave.c).
  */
 struct behave {
 	char *content;
@@ -62,8 +63,15 @@ struct behave {
 	int64_t body_bytes;
 	int64_t stream_first_delay_ms;
 	int64_t stream_chunk_ms;
-	char *tool_calls;    /* JSON array of {"id","name","arguments"}: answer with tool calls */
-	char *finish_reason; /* NULL: "stop" ("tool_calls" with tool_calls) */
+	char *tool_calls;      /* JSON array of {"id","name","arguments"}: answer with tool calls */
+	char *finish_reason;   /* NULL: "stop" ("tool_calls" with tool_calls) */
+	double tail_pct;       /* 0..100: share of requests delayed tail_delay_ms */
+	int64_t tail_delay_ms; /* the tail's delay, instead of delay_ms/min..max */
+	int64_t knee;	       /* in-flight requests the backend serves at full speed */
+	double knee_exp;       /* delay x (inflight / knee)^knee_exp past the knee */
+	int64_t ratelimit_requests; /* requests per window (0: unlimited) */
+	int64_t ratelimit_tokens;   /* tokens per window (0: unlimited) */
+	int64_t ratelimit_reset_ms; /* the window's length */
 };
 
 struct backend {
@@ -77,6 +85,12 @@ struct backend {
 	uint64_t aborted;
 	int64_t inflight;
 	int64_t max_inflight;
+	uint64_t tail_delayed; /* requests given the tail delay */
+	uint64_t knee_delayed; /* requests slowed by the knee */
+	uint64_t ratelimited;  /* requests refused with 429 by the window */
+	int64_t rl_end_ms;     /* monotonic end of the rate-limit window; 0: none */
+	int64_t rl_requests;   /* requests admitted in the window */
+	int64_t rl_tokens;     /* tokens admitted in the window */
 	cJSON *last_request;
 	int64_t arrivals[ARRIVALS_MAX];
 	size_t arrivals_n;
@@ -124,6 +138,15 @@ struct req {
 	int n;		   /* choices asked for */
 	int64_t prompt_tokens;
 	unsigned int status;
+
+	/* Rate-limit window, fixed in chat_start (rl 0: no window). */
+	int rl;
+	int rl_refused;	      /* 0, 1: over the requests, 2: over the tokens */
+	int64_t rl_limit_req; /* 0: no request limit */
+	int64_t rl_left_req;
+	int64_t rl_limit_tok; /* 0: no token limit */
+	int64_t rl_left_tok;
+	int64_t rl_end_ms; /* monotonic */
 
 	/* Guarded by mock.lock. */
 	int suspended;
@@ -176,6 +199,7 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t mono_ms(void);
 void log_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t rng_next(void);
+void duration_format(char *buf, size_t n, int64_t ms);
 
 /* behave.c: behaviours, backends, the heap and suspension. */
 void behave_init(struct behave *b);
@@ -187,6 +211,7 @@ int behave_parse(const cJSON *j, struct behave *b, struct behave **scriptp, size
 int backend_name_valid(const char *s, size_t n);
 struct backend *backend_get(const char *name, size_t n);
 void backend_free(struct backend *be);
+void backend_window_clear(struct backend *be);
 int backend_set(const char *name, const cJSON *j, char **cause);
 void mock_wake(void);
 struct MHD_Connection *req_unsuspend(struct req *r);

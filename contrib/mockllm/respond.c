@@ -3,6 +3,8 @@
  * segments, the content reader, and the chat endpoint. MHD thread.
  */
 #include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -524,6 +526,46 @@ out:
 	return ret;
 }
 
+/*
+ * The rate-limit headers of a windowed answer; a refusal also gets
+ * retry-after-ms and retry-after (the behaviour's retry_after otherwise).
+ */
+static void
+ratelimit_headers(const struct req *r, struct MHD_Response *resp, int64_t now)
+{
+	int64_t left = r->rl_end_ms - now;
+	char v[64];
+
+	if (left < 0)
+		left = 0;
+	if (r->rl_limit_req > 0) {
+		snprintf(v, sizeof v, "%" PRId64, r->rl_limit_req);
+		MHD_add_response_header(resp, "x-ratelimit-limit-requests", v);
+		snprintf(v, sizeof v, "%" PRId64, r->rl_left_req);
+		MHD_add_response_header(resp, "x-ratelimit-remaining-requests", v);
+		duration_format(v, sizeof v, left);
+		MHD_add_response_header(resp, "x-ratelimit-reset-requests", v);
+	}
+	if (r->rl_limit_tok > 0) {
+		snprintf(v, sizeof v, "%" PRId64, r->rl_limit_tok);
+		MHD_add_response_header(resp, "x-ratelimit-limit-tokens", v);
+		snprintf(v, sizeof v, "%" PRId64, r->rl_left_tok);
+		MHD_add_response_header(resp, "x-ratelimit-remaining-tokens", v);
+		duration_format(v, sizeof v, left);
+		MHD_add_response_header(resp, "x-ratelimit-reset-tokens", v);
+	}
+	if (r->rl_refused) {
+		if (left < 1)
+			left = 1;
+		snprintf(v, sizeof v, "%" PRId64, left);
+		MHD_add_response_header(resp, "retry-after-ms", v);
+		snprintf(v, sizeof v, "%" PRId64, (left + 999) / 1000);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, v);
+	} else if (r->bh.retry_after != NULL) {
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->bh.retry_after);
+	}
+}
+
 static enum MHD_Result
 chat_respond(struct req *r)
 {
@@ -535,6 +577,13 @@ chat_respond(struct req *r)
 	int sized = 1;
 
 	r->phase = PHASE_SEND;
+	if (r->rl_refused) {
+		r->status = 429;
+		err = error_json(429, r->rl_refused == 1 ? "mock: rate limit reached for requests"
+							 : "mock: rate limit reached for tokens");
+		req_seg_add(r, err, strlen(err), 0, now);
+		goto send;
+	}
 	if (r->bh.reset)
 		goto out;
 	r->status = (unsigned int)r->bh.status;
@@ -563,6 +612,7 @@ chat_respond(struct req *r)
 	if (r->bh.truncate && (r->limit < 0 || (uint64_t)r->limit > r->total / 2))
 		r->limit = (int64_t)(r->total / 2);
 	r->drip_ms = r->bh.drip_ms;
+send:
 	resp = MHD_create_response_from_callback(sized ? r->total : MHD_SIZE_UNKNOWN, READ_BLOCK,
 						 req_read, r, NULL);
 	if (resp == NULL)
@@ -571,7 +621,9 @@ chat_respond(struct req *r)
 	MHD_add_response_header(resp, "X-Mock-Backend", r->backend->name);
 	idstr = xasprintf("mock-%" PRIu64, r->id);
 	MHD_add_response_header(resp, "X-Mock-Id", idstr);
-	if (r->bh.retry_after != NULL)
+	if (r->rl)
+		ratelimit_headers(r, resp, now);
+	else if (r->bh.retry_after != NULL)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, r->bh.retry_after);
 	if (!sized)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -597,6 +649,76 @@ prompt_tokens(const cJSON *body)
 			bytes += strlen(c->valuestring);
 	}
 	return (int64_t)(bytes + 3) / 4 + 1;
+}
+
+/* Tokens the window counts for r: the prompt estimate and the completion. */
+static int64_t
+req_tokens(const struct req *r)
+{
+	int64_t ctoks = r->bh.tool_calls != NULL ? 9 : ((int64_t)strlen(req_content(r)) + 3) / 4;
+
+	return r->prompt_tokens + ctoks;
+}
+
+/* Admit r into its backend's rate-limit window, or refuse it; caller holds mock.lock. */
+static void
+ratelimit_admit(struct req *r, struct backend *be, int64_t now)
+{
+	const struct behave *b = &r->bh;
+	int64_t tokens = req_tokens(r);
+
+	if (b->ratelimit_reset_ms <= 0)
+		return;
+	if (be->rl_end_ms == 0 || now >= be->rl_end_ms) {
+		be->rl_end_ms = now + b->ratelimit_reset_ms;
+		be->rl_requests = 0;
+		be->rl_tokens = 0;
+	}
+	r->rl = 1;
+	r->rl_end_ms = be->rl_end_ms;
+	if (b->ratelimit_requests > 0 && be->rl_requests >= b->ratelimit_requests)
+		r->rl_refused = 1;
+	else if (b->ratelimit_tokens > 0 && be->rl_tokens + tokens > b->ratelimit_tokens)
+		r->rl_refused = 2;
+	if (r->rl_refused) {
+		be->ratelimited++;
+	} else {
+		be->rl_requests++;
+		be->rl_tokens += tokens;
+	}
+	r->rl_limit_req = b->ratelimit_requests;
+	r->rl_left_req = b->ratelimit_requests - be->rl_requests;
+	if (r->rl_left_req < 0)
+		r->rl_left_req = 0;
+	r->rl_limit_tok = b->ratelimit_tokens;
+	r->rl_left_tok = b->ratelimit_tokens - be->rl_tokens;
+	if (r->rl_left_tok < 0)
+		r->rl_left_tok = 0;
+}
+
+/*
+ * The delay of a parsed request: the tail draw, the knee's slow-down, the
+ * rate-limit window (a refusal waits for nothing). Caller holds mock.lock.
+ */
+static int64_t
+shape_delay(struct req *r, struct backend *be, int64_t delay)
+{
+	const struct behave *b = &r->bh;
+	double f;
+
+	if (b->tail_pct > 0 && (double)(rng_next() % 1000000) < b->tail_pct * 10000.0) {
+		delay = b->tail_delay_ms;
+		be->tail_delayed++;
+	}
+	if (b->knee > 0 && be->inflight > b->knee) {
+		f = pow((double)be->inflight / (double)b->knee, b->knee_exp);
+		delay = (int64_t)((double)delay * f + 0.5);
+		if (delay > MS_MAX)
+			delay = MS_MAX;
+		be->knee_delayed++;
+	}
+	ratelimit_admit(r, be, mono_ms());
+	return r->rl_refused ? 0 : delay;
 }
 
 /* The request body is complete: pick the behaviour and start it. */
@@ -658,10 +780,16 @@ chat_start(struct req *r, const char *method)
 				  (uint64_t)(r->bh.delay_max_ms - r->bh.delay_min_ms + 1));
 	else
 		delay = r->bh.delay_ms;
+	if (valid)
+		delay = shape_delay(r, be, delay);
 	pthread_mutex_unlock(&mock.lock);
 
 	if (!valid) {
 		ret = respond_error(r, MHD_HTTP_BAD_REQUEST, "request body is not a JSON object");
+		goto out;
+	}
+	if (r->rl_refused) {
+		ret = chat_respond(r);
 		goto out;
 	}
 	delay += r->bh.hang_ms;

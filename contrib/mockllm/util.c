@@ -1,9 +1,11 @@
 /*
  * util: what every file of the mock shares and main.c only wires — the
  * mock's state (struct mock, mockllm.h), allocation that aborts, the
- * monotonic clock, the log line, the seeded random numbers. Private
- * copies of the daemon's helpers: the mock links nothing of the daemon.
+ * monotonic clock, the log line, the seeded random numbers, the duration
+ * format of the rate-limit headers. Private copies of the daemon's
+ * helpers: the mock links nothing of the daemon.
  */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,4 +106,43 @@ rng_next(void)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+/*
+ * ms as Go's time.Duration prints it, which is OpenAI's rate-limit reset
+ * format: "0s", "20ms", "1.5s", "6m0s", "1h2m3.25s".
+ */
+void
+duration_format(char *buf, size_t n, int64_t ms)
+{
+	char sec[32];
+	int64_t h, m, s, frac;
+	size_t len;
+
+	if (ms <= 0) {
+		snprintf(buf, n, "0s");
+		return;
+	}
+	if (ms < 1000) {
+		snprintf(buf, n, "%" PRId64 "ms", ms);
+		return;
+	}
+	h = ms / 3600000;
+	m = ms / 60000 % 60;
+	s = ms / 1000 % 60;
+	frac = ms % 1000;
+	if (frac == 0) {
+		snprintf(sec, sizeof sec, "%" PRId64, s);
+	} else {
+		snprintf(sec, sizeof sec, "%" PRId64 ".%03" PRId64, s, frac);
+		len = strlen(sec);
+		while (sec[len - 1] == '0')
+			sec[--len] = '\0';
+	}
+	if (h > 0)
+		snprintf(buf, n, "%" PRId64 "h%" PRId64 "m%ss", h, m, sec);
+	else if (m > 0)
+		snprintf(buf, n, "%" PRId64 "m%ss", m, sec);
+	else
+		snprintf(buf, n, "%ss", sec);
 }

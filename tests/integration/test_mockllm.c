@@ -717,6 +717,289 @@ START_TEST(test_shutdown)
 }
 END_TEST
 
+/* n concurrent CHAT_BODY requests to backend; every one must answer status. */
+static struct http_resp *
+chat_many(const char *backend, int n, long status)
+{
+	const char **urls, **bodies;
+	struct http_resp *r;
+	char path[128], *url;
+	int i;
+
+	snprintf(path, sizeof path, "/b/%s/v1/chat/completions", backend);
+	url = mock_url(&mock, path);
+	urls = calloc((size_t)n, sizeof *urls);
+	bodies = calloc((size_t)n, sizeof *bodies);
+	r = calloc((size_t)n, sizeof *r);
+	ck_assert(urls != NULL && bodies != NULL && r != NULL);
+	for (i = 0; i < n; i++) {
+		urls[i] = url;
+		bodies[i] = CHAT_BODY;
+	}
+	ck_assert_int_eq(http_do_many(n, "POST", urls, bodies, NULL, 20000, r), 0);
+	for (i = 0; i < n; i++)
+		ck_assert_int_eq(r[i].status, status);
+	free(bodies);
+	free(urls);
+	free(url);
+	return r;
+}
+
+static void
+chat_many_free(struct http_resp *r, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		http_resp_free(&r[i]);
+	free(r);
+}
+
+/* A streamed chat on backend: ms from the request to its first "data:" event. */
+static int64_t
+stream_first_event_ms(const char *backend)
+{
+	struct curl_slist *h = NULL;
+	char path[128], *url;
+	struct sse s;
+	long status = 0;
+	CURL *e;
+
+	snprintf(path, sizeof path, "/b/%s/v1/chat/completions", backend);
+	memset(&s, 0, sizeof s);
+	url = mock_url(&mock, path);
+	e = curl_easy_init();
+	h = curl_slist_append(h, "Content-Type: application/json");
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, "{\"model\":\"m\",\"stream\":true}");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sse_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	s.start = harness_now_ms();
+	ck_assert_int_eq(curl_easy_perform(e), CURLE_OK);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	ck_assert_int_eq(status, 200);
+	ck_assert_int_ge(s.nevents, 1);
+	curl_easy_cleanup(e);
+	curl_slist_free_all(h);
+	free(url);
+	return s.at[0];
+}
+
+START_TEST(test_tail)
+{
+	enum { N = 200 };
+	struct http_resp *r, one;
+	int i, slow = 0;
+
+	/* 20 % of 200 requests wait 600 ms, the others 20 ms. */
+	ck_assert_int_eq(
+		mock_set(&mock, "tl", "{\"delay_ms\":20,\"tail_pct\":20,\"tail_delay_ms\":600}"),
+		0);
+	r = chat_many("tl", N, 200);
+	for (i = 0; i < N; i++) {
+		if (r[i].elapsed_ms >= 590)
+			slow++;
+		else
+			ck_assert_msg(r[i].elapsed_ms < 450, "fast answer took %.1f ms",
+				      r[i].elapsed_ms);
+	}
+	chat_many_free(r, N);
+	/* Binomial(200, 0.2): mean 40, sd 5.7; 18..62 is beyond 3.8 sd. */
+	ck_assert_msg(slow >= 18 && slow <= 62, "%d of %d in the tail", slow, N);
+	ck_assert_int_eq(stat_num("tl", "tail_delayed"), slow);
+
+	/* 0 %: nobody; 100 %: everybody, the stream's first byte included. */
+	ck_assert_int_eq(mock_set(&mock, "tl", "{\"tail_pct\":0,\"tail_delay_ms\":600}"), 0);
+	r = chat_many("tl", 20, 200);
+	for (i = 0; i < 20; i++)
+		ck_assert_msg(r[i].elapsed_ms < 450, "elapsed %.1f ms", r[i].elapsed_ms);
+	chat_many_free(r, 20);
+	ck_assert_int_eq(mock_set(&mock, "tl",
+				  "{\"delay_min_ms\":10,\"delay_max_ms\":20,\"tail_pct\":100,"
+				  "\"tail_delay_ms\":400}"),
+			 0);
+	ck_assert_int_eq(chat("tl", NULL, 5000, &one), 0);
+	ck_assert_int_eq(one.status, 200);
+	ck_assert_msg(one.elapsed_ms >= 390, "elapsed %.1f ms", one.elapsed_ms);
+	http_resp_free(&one);
+	i = (int)stream_first_event_ms("tl");
+	ck_assert_msg(i >= 390 && i < 1500, "first event at %d ms", i);
+
+	ck_assert_int_eq(mock_set(&mock, "tl", "{\"tail_pct\":5}"), -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "tl", "{\"tail_delay_ms\":5}"), -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "tl", "{\"tail_pct\":101,\"tail_delay_ms\":5}"), -EINVAL);
+}
+END_TEST
+
+static double
+max_elapsed(const struct http_resp *r, int n)
+{
+	double m = 0;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		if (r[i].elapsed_ms > m)
+			m = r[i].elapsed_ms;
+	}
+	return m;
+}
+
+START_TEST(test_knee)
+{
+	struct http_resp *r, one;
+	double m;
+
+	/* Below the knee: the base delay. */
+	ck_assert_int_eq(mock_set(&mock, "kn", "{\"delay_ms\":100,\"knee\":4}"), 0);
+	r = chat_many("kn", 4, 200);
+	m = max_elapsed(r, 4);
+	ck_assert_msg(m >= 95 && m < 250, "4 at knee 4: max %.1f ms", m);
+	chat_many_free(r, 4);
+	ck_assert_int_eq(stat_num("kn", "knee_delayed"), 0);
+
+	/* 16 in flight: the last one waits 100 x 16/4 = 400 ms. */
+	r = chat_many("kn", 16, 200);
+	m = max_elapsed(r, 16);
+	ck_assert_msg(m >= 350 && m < 700, "16 at knee 4: max %.1f ms", m);
+	chat_many_free(r, 16);
+	ck_assert_int_ge(stat_num("kn", "knee_delayed"), 8);
+
+	/* Alone again: the base delay. */
+	ck_assert_int_eq(chat("kn", NULL, 5000, &one), 0);
+	ck_assert_msg(one.elapsed_ms >= 95 && one.elapsed_ms < 250, "alone: %.1f ms",
+		      one.elapsed_ms);
+	http_resp_free(&one);
+
+	/* knee_exp 2: 8 in flight at knee 4 wait up to 100 x (8/4)^2 = 400 ms. */
+	ck_assert_int_eq(mock_set(&mock, "kn", "{\"delay_ms\":100,\"knee\":4,\"knee_exp\":2}"), 0);
+	r = chat_many("kn", 8, 200);
+	m = max_elapsed(r, 8);
+	ck_assert_msg(m >= 350 && m < 700, "8 at knee 4, exp 2: max %.1f ms", m);
+	chat_many_free(r, 8);
+
+	ck_assert_int_eq(mock_set(&mock, "kn", "{\"knee\":-1}"), -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "kn", "{\"knee\":4,\"knee_exp\":9}"), -EINVAL);
+}
+END_TEST
+
+/* A response header as a long, or -1. */
+static long
+header_num(const struct http_resp *r, const char *name)
+{
+	char *v = http_resp_header(r, name);
+	long n = -1;
+
+	if (v != NULL)
+		n = strtol(v, NULL, 10);
+	free(v);
+	return n;
+}
+
+static int
+header_has(const struct http_resp *r, const char *name)
+{
+	char *v = http_resp_header(r, name);
+	int has = v != NULL;
+
+	free(v);
+	return has;
+}
+
+START_TEST(test_ratelimit)
+{
+	struct http_resp r;
+	long ms, tok, k;
+	char *v;
+	int i;
+
+	/* 3 requests per 2.5 s window; the 4th is refused at once despite delay_ms. */
+	ck_assert_int_eq(mock_set(&mock, "rl",
+				  "{\"delay_ms\":400,\"ratelimit_requests\":3,"
+				  "\"ratelimit_reset_ms\":2500}"),
+			 0);
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(chat("rl", NULL, 5000, &r), 0);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_int_eq(header_num(&r, "x-ratelimit-limit-requests"), 3);
+		ck_assert_int_eq(header_num(&r, "x-ratelimit-remaining-requests"), 2 - i);
+		v = http_resp_header(&r, "x-ratelimit-reset-requests");
+		ck_assert_ptr_nonnull(v);
+		/* 2.5 s minus what passed, at the answer: "2.1s", "1.698s", ... */
+		ck_assert_msg(strlen(v) > 1 && v[strlen(v) - 1] == 's' && v[strlen(v) - 2] >= '0' &&
+				      v[strlen(v) - 2] <= '9' && strtod(v, NULL) > 0.5 &&
+				      strtod(v, NULL) < 2.5,
+			      "reset %s", v);
+		free(v);
+		ck_assert(!header_has(&r, "x-ratelimit-limit-tokens"));
+		http_resp_free(&r);
+	}
+	ck_assert_int_eq(chat("rl", NULL, 5000, &r), 0);
+	ck_assert_int_eq(r.status, 429);
+	ck_assert_msg(r.elapsed_ms < 300, "429 took %.1f ms", r.elapsed_ms);
+	ck_assert_ptr_nonnull(strstr(r.body, "rate_limit_exceeded"));
+	ck_assert_int_eq(header_num(&r, "x-ratelimit-remaining-requests"), 0);
+	ms = header_num(&r, "retry-after-ms");
+	ck_assert_msg(ms >= 1 && ms <= 1400, "retry-after-ms %ld", ms);
+	ck_assert_int_eq(header_num(&r, "retry-after"), (ms + 999) / 1000);
+	http_resp_free(&r);
+	ck_assert_int_eq(stat_num("rl", "requests"), 4);
+	ck_assert_int_eq(stat_num("rl", "ratelimited"), 1);
+	ck_assert_int_eq(stat_num("rl", "completed"), 4);
+
+	/* After the reset a new window: 3 more. */
+	usleep((useconds_t)(ms + 30) * 1000);
+	ck_assert_int_eq(chat("rl", NULL, 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(header_num(&r, "x-ratelimit-remaining-requests"), 2);
+	http_resp_free(&r);
+
+	/* Setting the behaviour opens a fresh window too. */
+	ck_assert_int_eq(
+		mock_set(&mock, "rl", "{\"ratelimit_requests\":1,\"ratelimit_reset_ms\":360000}"),
+		0);
+	ck_assert_int_eq(chat("rl", NULL, 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_int_eq(header_num(&r, "x-ratelimit-remaining-requests"), 0);
+	v = http_resp_header(&r, "x-ratelimit-reset-requests");
+	ck_assert_msg(v != NULL && (strcmp(v, "6m0s") == 0 || strncmp(v, "5m59.9", 6) == 0),
+		      "reset %s", v);
+	free(v);
+	http_resp_free(&r);
+	ck_assert_int_eq(chat("rl", NULL, 5000, &r), 0);
+	ck_assert_int_eq(r.status, 429);
+	ck_assert_int_eq(header_num(&r, "retry-after"), 360);
+	http_resp_free(&r);
+
+	/* Tokens: CHAT_BODY costs 6 prompt + the answer's completion tokens. */
+	tok = 6 + ((long)strlen(DEFAULT_CONTENT) + 3) / 4;
+	ck_assert_int_eq(
+		mock_set(&mock, "rt", "{\"ratelimit_tokens\":100,\"ratelimit_reset_ms\":60000}"),
+		0);
+	/* 100 / tok answers fit in the window. */
+	for (k = 1; k <= 100 / tok; k++) {
+		ck_assert_int_eq(chat("rt", NULL, 5000, &r), 0);
+		ck_assert_int_eq(r.status, 200);
+		ck_assert_int_eq(header_num(&r, "x-ratelimit-limit-tokens"), 100);
+		ck_assert_int_eq(header_num(&r, "x-ratelimit-remaining-tokens"), 100 - k * tok);
+		ck_assert(header_has(&r, "x-ratelimit-reset-tokens"));
+		ck_assert(!header_has(&r, "x-ratelimit-limit-requests"));
+		http_resp_free(&r);
+	}
+	ck_assert_int_eq(chat("rt", NULL, 5000, &r), 0);
+	ck_assert_int_eq(r.status, 429);
+	ck_assert_int_ge(header_num(&r, "retry-after-ms"), 59000);
+	http_resp_free(&r);
+
+	ck_assert_int_eq(mock_set(&mock, "rl", "{\"ratelimit_requests\":3}"), -EINVAL);
+	ck_assert_int_eq(mock_set(&mock, "rl", "{\"ratelimit_reset_ms\":1000}"), -EINVAL);
+	ck_assert_int_eq(mock_reset(&mock), 0);
+	ck_assert_int_eq(stat_num("rl", "ratelimited"), 0);
+}
+END_TEST
+
 static Suite *
 mockllm_suite(void)
 {
@@ -741,6 +1024,9 @@ mockllm_suite(void)
 		{"bad_control", test_bad_control},
 		{"reset_all", test_reset_all},
 		{"shutdown", test_shutdown},
+		{"tail", test_tail},
+		{"knee", test_knee},
+		{"ratelimit", test_ratelimit},
 	};
 	Suite *s = suite_create("mockllm");
 	TCase *tc;
