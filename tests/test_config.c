@@ -708,6 +708,140 @@ START_TEST(test_cross_check_values)
 }
 END_TEST
 
+/* backends[].adaptive_concurrency: off when absent; max_limit is max_concurrent. */
+START_TEST(test_adaptive_values)
+{
+	char *json = cfg("", ", \"adaptive_concurrency\": {}", "");
+	struct config *c = load_ok(json);
+	const struct limiter_cfg *a = &c->backends[0].adaptive;
+
+	ck_assert(a->enabled);
+	ck_assert_int_eq(a->min_limit, 2);
+	ck_assert_int_eq(a->initial_limit, 10);
+	ck_assert_int_eq(a->max_limit, 60);
+	ck_assert_int_eq(a->window_ms, 1000);
+	ck_assert_double_eq(a->smoothing, 0.2);
+	ck_assert_double_eq(a->tolerance, 1.5);
+	ck_assert_double_eq(a->backoff_ratio, 0.9);
+	a = &c->backends[1].adaptive; /* absent */
+	ck_assert(!a->enabled);
+	ck_assert_int_eq(a->max_limit, 60);
+	ck_assert_int_eq(a->min_limit, 2);
+	config_free(c);
+	free(json);
+
+	json = cfg(
+		"",
+		", \"max_concurrent\": 20, \"adaptive_concurrency\": {\"min_limit\": 4, "
+		"\"initial_limit\": 8, \"window_ms\": 500, \"smoothing\": 0.5, \"tolerance\": 2, "
+		"\"backoff_ratio\": 0.8}",
+		"");
+	c = load_ok(json);
+	a = &c->backends[0].adaptive;
+	ck_assert(a->enabled);
+	ck_assert_int_eq(a->min_limit, 4);
+	ck_assert_int_eq(a->initial_limit, 8);
+	ck_assert_int_eq(a->max_limit, 20);
+	ck_assert_int_eq(a->window_ms, 500);
+	ck_assert_double_eq(a->smoothing, 0.5);
+	ck_assert_double_eq(a->tolerance, 2.0);
+	ck_assert_double_eq(a->backoff_ratio, 0.8);
+	config_free(c);
+	free(json);
+
+	/* An absent initial_limit is brought within [min_limit, max_concurrent]. */
+	json = cfg("", ", \"max_concurrent\": 5, \"adaptive_concurrency\": {\"min_limit\": 1}", "");
+	c = load_ok(json);
+	ck_assert_int_eq(c->backends[0].adaptive.initial_limit, 5);
+	ck_assert_int_eq(c->backends[0].adaptive.max_limit, 5);
+	config_free(c);
+	free(json);
+	json = cfg("", ", \"adaptive_concurrency\": {\"min_limit\": 30}", "");
+	c = load_ok(json);
+	ck_assert_int_eq(c->backends[0].adaptive.initial_limit, 30);
+	config_free(c);
+	free(json);
+}
+END_TEST
+
+/* backends[].rate_limits: always there; headers honoured by default. */
+START_TEST(test_rate_limits_values)
+{
+	char *json = cfg("",
+			 ", \"rate_limits\": {\"rpm\": 500, \"tpm\": 100000, "
+			 "\"honor_headers\": false}",
+			 "");
+	struct config *c = load_ok(json);
+	const struct ratelimit_cfg *rl = &c->backends[0].rate_limits;
+
+	ck_assert_int_eq(rl->rpm, 500);
+	ck_assert_int_eq(rl->tpm, 100000);
+	ck_assert(!rl->honor_headers);
+	rl = &c->backends[1].rate_limits; /* absent */
+	ck_assert_int_eq(rl->rpm, 0);
+	ck_assert_int_eq(rl->tpm, 0);
+	ck_assert(rl->honor_headers);
+	config_free(c);
+	free(json);
+	json = cfg("", ", \"rate_limits\": {\"rpm\": 60}", "");
+	c = load_ok(json);
+	ck_assert_int_eq(c->backends[0].rate_limits.rpm, 60);
+	ck_assert_int_eq(c->backends[0].rate_limits.tpm, 0);
+	ck_assert(c->backends[0].rate_limits.honor_headers);
+	config_free(c);
+	free(json);
+}
+END_TEST
+
+/* routes[].retry.hedge: off when absent; after_ms or after "pNN". */
+START_TEST(test_hedge_values)
+{
+	struct config *c = load_ok(minimal);
+	const struct hedge_cfg *h = &c->routes[0].retry.hedge;
+
+	ck_assert(!h->enabled);
+	ck_assert_int_eq(h->after_ms, 0);
+	ck_assert_int_eq(h->max_hedges, 1);
+	ck_assert_int_eq(h->targets, HEDGE_OTHER);
+	ck_assert_int_eq(h->min_ms, 50);
+	ck_assert_int_eq(h->max_ms, 2500);
+	config_free(c);
+
+	c = load_route_ok(", \"retry\": {\"hedge\": {\"after_ms\": 800}}");
+	h = &c->routes[0].retry.hedge;
+	ck_assert(h->enabled);
+	ck_assert_int_eq(h->after_ms, 800);
+	ck_assert_double_eq(h->after_quantile, 0);
+	ck_assert_int_eq(h->max_hedges, 1);
+	ck_assert_int_eq(h->targets, HEDGE_OTHER);
+	ck_assert_int_eq(c->routes[0].retry.max_retries, 1); /* the rest of retry unchanged */
+	config_free(c);
+
+	c = load_route_ok(", \"retry\": {\"hedge\": {\"after\": \"p95\", \"min_ms\": 100, "
+			  "\"max_ms\": 3000, \"max_hedges\": 2, \"targets\": \"same\"}}");
+	h = &c->routes[0].retry.hedge;
+	ck_assert(h->enabled);
+	ck_assert_int_eq(h->after_ms, 0);
+	ck_assert_double_eq(h->after_quantile, 0.95);
+	ck_assert_int_eq(h->min_ms, 100);
+	ck_assert_int_eq(h->max_ms, 3000);
+	ck_assert_int_eq(h->max_hedges, 2);
+	ck_assert_int_eq(h->targets, HEDGE_SAME);
+	config_free(c);
+
+	c = load_route_ok(", \"retry\": {\"hedge\": {\"after\": \"p99.9\"}}");
+	ck_assert_double_eq_tol(c->routes[0].retry.hedge.after_quantile, 0.999, 1e-12);
+	config_free(c);
+	c = load_route_ok(", \"retry\": {\"hedge\": {\"after\": \"p50\", \"max_hedges\": 3}}");
+	ck_assert_double_eq(c->routes[0].retry.hedge.after_quantile, 0.5);
+	ck_assert_int_eq(c->routes[0].retry.hedge.max_hedges, 3);
+	config_free(c);
+	c = load_route_ok(", \"retry\": {\"hedge\": {\"after\": \"p97.5\"}}");
+	ck_assert_double_eq_tol(c->routes[0].retry.hedge.after_quantile, 0.975, 1e-12);
+	config_free(c);
+}
+END_TEST
+
 /* --- the table ----------------------------------------------------------------- */
 
 START_TEST(test_table_consistent)
@@ -781,6 +915,18 @@ START_TEST(test_reference)
 		strstr(text, "backends[].breaker.mode (string, default \"consecutive\", one of"));
 	ck_assert_ptr_nonnull(
 		strstr(text, "backends[].http_version (string, default \"1.1\", one of"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "backends[].adaptive_concurrency (object, optional section)"));
+	ck_assert_ptr_nonnull(strstr(
+		text,
+		"backends[].adaptive_concurrency.tolerance (number, default 1.5, 1.0..10.0)"));
+	ck_assert_ptr_nonnull(strstr(text, "backends[].rate_limits.honor_headers (boolean, "
+					   "default true)"));
+	ck_assert_ptr_nonnull(strstr(text, "routes[].retry.hedge (object, optional section)"));
+	ck_assert_ptr_nonnull(strstr(text, "routes[].retry.hedge.after (\"pNN\")"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "routes[].retry.hedge.targets (string, default \"other\", one of \"same\" or "
+		      "\"other\")"));
 	free(text);
 }
 END_TEST
@@ -851,6 +997,16 @@ static const struct bad bad_keys[] = {
 	 "routes[0].targets[0].wieght: unknown key (did you mean \"weight\"?)"},
 	{"\"alert_webhook\": {\"alertmanger\": \"http://x\"},", "", "",
 	 "alert_webhook.alertmanger: unknown key (did you mean \"alertmanager\"?)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_m\": 800}}",
+	 "routes[0].retry.hedge.after_m: unknown key (did you mean \"after_ms\"?)"},
+	{"", ", \"rate_limits\": {\"rmp\": 60}", "",
+	 "backends[0].rate_limits.rmp: unknown key (did you mean \"rpm\"?)"},
+	{"", ", \"adaptive_concurrency\": {\"min\": 2}", "",
+	 "backends[0].adaptive_concurrency.min: unknown key (did you mean \"min_limit\"?)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"min_ms\": 100}}",
+	 "routes[0].retry.hedge.min_ms: only used with \"after\""},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"max_ms\": 100}}",
+	 "routes[0].retry.hedge.max_ms: only used with \"after\""},
 };
 
 START_TEST(test_bad_keys)
@@ -901,6 +1057,12 @@ static const struct bad bad_types[] = {
 	 "\"content\": \"x\"}]}",
 	 "routes[0].backup.few_shot[0].role: must be one of \"system\", \"user\" or \"assistant\" "
 	 "(got \"bot\")"},
+	{"", ", \"adaptive_concurrency\": 5", "",
+	 "backends[0].adaptive_concurrency: must be an object (got 5)"},
+	{"", ", \"rate_limits\": {\"honor_headers\": \"yes\"}", "",
+	 "backends[0].rate_limits.honor_headers: must be true or false (got \"yes\")"},
+	{"", "", ", \"retry\": {\"hedge\": true}",
+	 "routes[0].retry.hedge: must be an object (got true)"},
 };
 
 START_TEST(test_bad_types)
@@ -953,6 +1115,52 @@ static const struct bad bad_ranges[] = {
 	{"\"listen\": \"localhost\",", "", "", "listen: must be \"host:port\""},
 	{"\"listen\": \"::1:7700\",", "", "", "listen: IPv6 addresses go in brackets"},
 	{"\"listen\": \"example.com:80\",", "", "", "listen: must be \"host:port\""},
+	{"",
+	 ", \"max_concurrent\": 10, \"adaptive_concurrency\": {\"min_limit\": 12, "
+	 "\"initial_limit\": 12}",
+	 "", "backends[0].adaptive_concurrency.min_limit: must be <= max_concurrent (10) (got 12)"},
+	{"", ", \"adaptive_concurrency\": {\"min_limit\": 80}", "",
+	 "backends[0].adaptive_concurrency.min_limit: must be <= max_concurrent (60) (got 80)"},
+	{"", ", \"adaptive_concurrency\": {\"min_limit\": 5, \"initial_limit\": 4}", "",
+	 "backends[0].adaptive_concurrency.min_limit: must be <= initial_limit (4) (got 5)"},
+	{"", ", \"max_concurrent\": 8, \"adaptive_concurrency\": {\"initial_limit\": 9}", "",
+	 "backends[0].adaptive_concurrency.initial_limit: must be <= max_concurrent (8) (got 9)"},
+	{"", ", \"adaptive_concurrency\": {\"min_limit\": 0}", "",
+	 "backends[0].adaptive_concurrency.min_limit: must be >= 1 (got 0)"},
+	{"", ", \"adaptive_concurrency\": {\"window_ms\": 5}", "",
+	 "backends[0].adaptive_concurrency.window_ms: must be >= 10 (got 5)"},
+	{"", ", \"adaptive_concurrency\": {\"smoothing\": 0}", "",
+	 "backends[0].adaptive_concurrency.smoothing: must be >= 0.01 (got 0.0)"},
+	{"", ", \"adaptive_concurrency\": {\"tolerance\": 0.5}", "",
+	 "backends[0].adaptive_concurrency.tolerance: must be >= 1.0 (got 0.5)"},
+	{"", ", \"adaptive_concurrency\": {\"backoff_ratio\": 1.5}", "",
+	 "backends[0].adaptive_concurrency.backoff_ratio: must be <= 1.0 (got 1.5)"},
+	{"", ", \"rate_limits\": {\"rpm\": -1}", "",
+	 "backends[0].rate_limits.rpm: must be >= 0 (got -1)"},
+	{"", ", \"rate_limits\": {\"tpm\": 1.5}", "",
+	 "backends[0].rate_limits.tpm: must be an integer (got 1.5)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"p200\"}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\" with NN 50..99.9, e.g. \"p95\" (got "
+	 "\"p200\")"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"p49\"}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\" with NN 50..99.9, e.g. \"p95\" (got "
+	 "\"p49\")"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"p99.95\"}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\""},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"95\"}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\""},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"p95.\"}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\""},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": 95}}",
+	 "routes[0].retry.hedge.after: must be \"pNN\" with NN 50..99.9, e.g. \"p95\" (got 95)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 0}}",
+	 "routes[0].retry.hedge.after_ms: must be >= 1 (got 0)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"max_hedges\": 4}}",
+	 "routes[0].retry.hedge.max_hedges: must be <= 3 (got 4)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"max_hedges\": 0}}",
+	 "routes[0].retry.hedge.max_hedges: must be >= 1 (got 0)"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after\": \"p95\", \"min_ms\": 3000}}",
+	 "routes[0].retry.hedge.min_ms: must be <= max_ms (2500) (got 3000)"},
 };
 
 START_TEST(test_bad_ranges)
@@ -1003,6 +1211,10 @@ static const struct bad bad_refs[] = {
 	 ", \"output\": {\"rules\": [{\"when\": {\"field\": \"x\"}, \"deny\": {\"field\": \"y\", "
 	 "\"pattern\": \"z\"}}]}",
 	 "routes[0].output.rules[0].when.equals: missing (required)"},
+	{"", "", ", \"retry\": {\"hedge\": {}}",
+	 "routes[0].retry.hedge: needs exactly one of \"after_ms\" or \"after\""},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"after\": \"p95\"}}",
+	 "routes[0].retry.hedge: needs exactly one of \"after_ms\" or \"after\""},
 };
 
 START_TEST(test_bad_refs)
@@ -1078,6 +1290,8 @@ static const struct bad bad_enums[] = {
 	 "routes[0].retry.retry_on[0]: \"http_4xx\" is never retried"},
 	{"", "", ", \"retry\": {\"retry_on\": [\"validation_schema\"]}",
 	 "routes[0].retry.retry_on[0]: \"validation_schema\" is never retried"},
+	{"", "", ", \"retry\": {\"hedge\": {\"after_ms\": 800, \"targets\": \"both\"}}",
+	 "routes[0].retry.hedge.targets: must be one of \"same\" or \"other\" (got \"both\")"},
 };
 
 START_TEST(test_bad_enums)
@@ -1420,6 +1634,9 @@ config_suite(void)
 		{"output_compiled", test_output_compiled, 0},
 		{"backup_values", test_backup_values, 0},
 		{"cross_check_values", test_cross_check_values, 0},
+		{"adaptive_values", test_adaptive_values, 0},
+		{"rate_limits_values", test_rate_limits_values, 0},
+		{"hedge_values", test_hedge_values, 0},
 		{"table_consistent", test_table_consistent, 0},
 		{"reference", test_reference, 0},
 		{"names", test_names, 0},

@@ -318,6 +318,46 @@ tracing_load(struct ctx *x, const cJSON *root, struct config *c)
 	c->tracing.nheaders = tmp.nheaders;
 }
 
+/*
+ * backends[].adaptive_concurrency: the limit's ceiling is max_concurrent;
+ * 1 <= min_limit <= initial_limit <= max_concurrent, where an absent
+ * initial_limit is its default brought within [min_limit, max_concurrent].
+ */
+static void
+adaptive_check(struct ctx *x, const cJSON *el, const char *path, struct backend_cfg *b)
+{
+	struct limiter_cfg *a = &b->adaptive;
+	char *apath, *p;
+
+	a->max_limit = b->max_concurrent;
+	if (!a->enabled)
+		return;
+	apath = path_join(path, "adaptive_concurrency");
+	if (obj_get(obj_get(el, "adaptive_concurrency"), "initial_limit") == NULL) {
+		if (a->initial_limit > a->max_limit)
+			a->initial_limit = a->max_limit;
+		if (a->initial_limit < a->min_limit)
+			a->initial_limit = a->min_limit;
+	}
+	if (a->min_limit > a->max_limit) {
+		p = path_join(apath, "min_limit");
+		ctx_err(x, p, "must be <= max_concurrent (%d) (got %d)", a->max_limit,
+			a->min_limit);
+		free(p);
+	} else if (a->min_limit > a->initial_limit) {
+		p = path_join(apath, "min_limit");
+		ctx_err(x, p, "must be <= initial_limit (%d) (got %d)", a->initial_limit,
+			a->min_limit);
+		free(p);
+	} else if (a->initial_limit > a->max_limit) {
+		p = path_join(apath, "initial_limit");
+		ctx_err(x, p, "must be <= max_concurrent (%d) (got %d)", a->max_limit,
+			a->initial_limit);
+		free(p);
+	}
+	free(apath);
+}
+
 static void
 backends_load(struct ctx *x, const cJSON *root, struct config *c)
 {
@@ -384,6 +424,7 @@ backends_load(struct ctx *x, const cJSON *root, struct config *c)
 			headers_load(x, el, path, b);
 		if (cJSON_IsObject(el))
 			record_headers_load(x, el, path, b);
+		adaptive_check(x, cJSON_IsObject(el) ? el : NULL, path, b);
 		free(path);
 	}
 }

@@ -18,7 +18,10 @@
 #include <cjson/cJSON.h>
 
 #include "addr.h"
+#include "hedge.h"
+#include "limiter.h"
 #include "outcome.h"
+#include "ratelimit.h"
 
 struct vschema; /* compiled output schema, schema.h */
 
@@ -74,6 +77,13 @@ struct backend_cfg {
 	enum http_version http_version; /* 2: h2 (ALPN on https, prior knowledge on http) */
 	char *tls_ca_file;		/* resolved path; NULL: the system's CAs */
 	struct breaker_cfg breaker;
+	/*
+	 * adaptive_concurrency: enabled when the object is present; max_limit
+	 * is always max_concurrent (the limit's ceiling).
+	 */
+	struct limiter_cfg adaptive;
+	/* rate_limits: always present (absent: rpm 0, tpm 0, headers honoured). */
+	struct ratelimit_cfg rate_limits;
 };
 
 struct target_cfg {
@@ -97,6 +107,8 @@ struct retry_cfg {
 	bool honor_retry_after;
 	double budget_ratio;
 	double budget_min_per_s;
+	/* retry.hedge: enabled when present; exactly one of after_ms / after_quantile set. */
+	struct hedge_cfg hedge;
 };
 
 enum timeout_mode { TIMEOUT_FIXED = 0, TIMEOUT_DYNAMIC };

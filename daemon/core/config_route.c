@@ -92,6 +92,77 @@ out:
 	cJSON_Delete(tmp);
 }
 
+/* "pNN" / "pNN.N" with NN 50..99.9 ("p95", "p99.9") into *q (0.95). 0, or -1. */
+static int
+quantile_parse(const char *s, double *q)
+{
+	double v = 0, scale = 1;
+	int digits = 0, frac = 0;
+
+	if (*s++ != 'p')
+		return -1;
+	for (; *s >= '0' && *s <= '9' && digits < 3; s++, digits++)
+		v = v * 10 + (*s - '0');
+	if (digits == 0)
+		return -1;
+	if (*s == '.') {
+		for (s++; *s >= '0' && *s <= '9' && frac < 3; s++, frac++) {
+			scale /= 10;
+			v += (*s - '0') * scale;
+		}
+		if (frac == 0)
+			return -1;
+	}
+	if (*s != '\0' || v < 50 || v > 99.9 + 1e-9)
+		return -1;
+	*q = v / 100.0;
+	return 0;
+}
+
+/*
+ * retry.hedge: exactly one of after_ms or after ("pNN"); min_ms / max_ms
+ * only with after, min_ms <= max_ms.
+ */
+static void
+hedge_load(struct ctx *x, const cJSON *retry, const char *rpath, struct retry_cfg *rc)
+{
+	static const char *const quantile_only[] = {"min_ms", "max_ms"};
+	const cJSON *h = obj_get(retry, "hedge"), *after;
+	struct hedge_cfg *hc = &rc->hedge;
+	char *hpath, *p, got[128];
+	size_t i;
+
+	if (!hc->enabled)
+		return;
+	hpath = path_join(rpath, "hedge");
+	after = obj_get(h, "after");
+	if ((after != NULL) == (obj_get(h, "after_ms") != NULL)) {
+		ctx_err(x, hpath, "needs exactly one of \"after_ms\" or \"after\"");
+	} else if (after != NULL) {
+		if (!cJSON_IsString(after) ||
+		    quantile_parse(after->valuestring, &hc->after_quantile) != 0) {
+			p = path_join(hpath, "after");
+			ctx_err(x, p, "must be \"pNN\" with NN 50..99.9, e.g. \"p95\" (got %s)",
+				json_describe(got, sizeof got, after));
+			free(p);
+		}
+		if (hc->min_ms > hc->max_ms) {
+			p = path_join(hpath, "min_ms");
+			ctx_err(x, p, "must be <= max_ms (%d) (got %d)", hc->max_ms, hc->min_ms);
+			free(p);
+		}
+	} else {
+		for (i = 0; i < sizeof quantile_only / sizeof quantile_only[0]; i++) {
+			if (obj_get(h, quantile_only[i]) == NULL)
+				continue;
+			p = path_join(hpath, quantile_only[i]);
+			ctx_err(x, p, "only used with \"after\"");
+			free(p);
+		}
+	}
+	free(hpath);
+}
+
 void
 retry_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *r)
 {
@@ -115,6 +186,7 @@ retry_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg
 			json_describe(got, sizeof got, it));
 	}
 	retry_on_load(x, retry, rpath, &r->retry);
+	hedge_load(x, retry, rpath, &r->retry);
 	free(p);
 	free(rpath);
 	cJSON_Delete(tmp);

@@ -36,6 +36,7 @@ const char *const config_names_log_level[] = {"debug", "info", "warn", "error", 
 static const char *const config_names_log_format[] = {"text", "json", NULL};
 const char *const config_names_message_role[] = {"system", "user", "assistant", NULL};
 const char *const config_names_tool_calls[] = {"auto", "allow", "deny", NULL};
+static const char *const config_names_hedge_targets[] = {"same", "other", NULL};
 
 /* Every one is a fraction 0..1 over the alert's window (DESIGN.md "SLO definitions"). */
 const char *const config_alert_metric_names[] = {
@@ -226,6 +227,29 @@ const struct config_key config_keys[] = {
 	B("backends[].breaker.count_validation_failures", BK(breaker.count_validation_failures),
 	  "true", "invalid model output counts as a failure"),
 	B("backends[].breaker.count_429", BK(breaker.count_429), "true", "429 counts as a failure"),
+	O("backends[].adaptive_concurrency", SEC, BK(adaptive.enabled),
+	  "a concurrency limit between min_limit and max_concurrent moved by latency (off when "
+	  "absent)"),
+	I("backends[].adaptive_concurrency.min_limit", 0, BK(adaptive.min_limit), 1, 100000, "2",
+	  NULL, "floor of the limit"),
+	I("backends[].adaptive_concurrency.initial_limit", 0, BK(adaptive.initial_limit), 1, 100000,
+	  "10", NULL, "the limit at start (absent: 10 within [min_limit, max_concurrent])"),
+	I("backends[].adaptive_concurrency.window_ms", 0, BK(adaptive.window_ms), 10, H, "1000",
+	  "ms", "the limit moves at most once per window"),
+	N("backends[].adaptive_concurrency.smoothing", 0, BK(adaptive.smoothing), 0.01, 1, "0.2",
+	  NULL, "weight of each window's new limit"),
+	N("backends[].adaptive_concurrency.tolerance", 0, BK(adaptive.tolerance), 1, 10, "1.5",
+	  NULL, "latency may grow this much over the baseline before the limit falls"),
+	N("backends[].adaptive_concurrency.backoff_ratio", 0, BK(adaptive.backoff_ratio), 0.1, 1,
+	  "0.9", NULL, "a timeout, 429 or 5xx multiplies the limit by this (once per window)"),
+	O("backends[].rate_limits", 0, CKEY_NOFF,
+	  "the provider's rate limits, read before they bite (always on: headers honoured)"),
+	I("backends[].rate_limits.rpm", 0, BK(rate_limits.rpm), 0, 100000000, "0", NULL,
+	  "requests a minute the backend allows (0 = not configured; headers refine it)"),
+	I("backends[].rate_limits.tpm", 0, BK(rate_limits.tpm), 0, 2000000000, "0", NULL,
+	  "tokens a minute the backend allows (0 = not configured; estimated tokens)"),
+	B("backends[].rate_limits.honor_headers", BK(rate_limits.honor_headers), "true",
+	  "read x-ratelimit-remaining-* / x-ratelimit-reset-* / retry-after[-ms] of every answer"),
 
 	A("routes", REQ, NULL, "call routes (at least one)"),
 	S("routes[].name", REQ, RT(name), 1, 64, NULL, "unique name: letters, digits, . _ -"),
@@ -270,6 +294,23 @@ const struct config_key config_keys[] = {
 	  "retry budget: retries in 10 s <= max(ratio x calls, min_per_s x 10)"),
 	N("routes[].retry.budget_min_per_s", 0, RT(retry.budget_min_per_s), 0, 100000, "3", NULL,
 	  "retry budget floor per second"),
+	O("routes[].retry.hedge", SEC, RT(retry.hedge.enabled),
+	  "hedged attempts: another attempt when the first has no first byte after a delay (off "
+	  "when absent)"),
+	I("routes[].retry.hedge.after_ms", 0, RT(retry.hedge.after_ms), 1, H, NULL, "ms",
+	  "fixed delay; exactly one of after_ms or after"),
+	{"routes[].retry.hedge.after", CKEY_STRING, CKEY_CUSTOM, CKEY_NOFF, 3, 6, NULL, NULL,
+	 "\"pNN\"", NULL,
+	 "delay = this quantile (p50..p99.9) of the backend's successful first-byte times of the "
+	 "last 60 s, clamped to [min_ms, max_ms]; max_ms below 20 samples"},
+	I("routes[].retry.hedge.min_ms", 0, RT(retry.hedge.min_ms), 0, H, "50", "ms",
+	  "after: lower clamp of the delay"),
+	I("routes[].retry.hedge.max_ms", 0, RT(retry.hedge.max_ms), 1, H, "2500", "ms",
+	  "after: upper clamp of the delay, and the delay while samples are few"),
+	I("routes[].retry.hedge.max_hedges", 0, RT(retry.hedge.max_hedges), 1, HEDGE_MAX_HEDGES,
+	  "1", NULL, "hedged attempts per model step at most (they count in the retry budget)"),
+	E("routes[].retry.hedge.targets", 0, RT(retry.hedge.targets), config_names_hedge_targets,
+	  "\"other\"", "same (backend) | other (another target of the step when there is one)"),
 	A("routes[].targets", REQ, NULL, "primary targets (at least one, one weight > 0)"),
 	TARGET_ROWS("routes[].targets"),
 	B("routes[].health_weighting", RT(health_weighting), "true",
