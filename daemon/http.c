@@ -23,6 +23,13 @@
  * stream reader and reload may touch them from MHD's callbacks) and the
  * ORPHANED case (MHD dropped the connection while a handler still holds
  * the request: the handler's later http_respond() frees it instead).
+ *
+ * Out of memory on a request path never aborts: whatever this front
+ * allocates for a request (its context, URL, headers, body, error bodies,
+ * response headers, a stream's buffer) may fail; the request is then
+ * answered 503 out_of_memory with Retry-After from a static body, and its
+ * connection closed; when not even MHD's response can be had, MHD closes
+ * the connection. Allocations at start-up still abort.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -47,13 +54,12 @@ enum req_state { REQ_READING = 0, REQ_REFUSED, REQ_DISPATCHED, REQ_DONE, REQ_QUE
 
 #define MAX_URL_BYTES 4096
 
-struct http_stream {
-	struct buf pending; /* written, not yet taken by MHD */
-	size_t taken;	    /* bytes of pending already handed to MHD */
-	int ended;	    /* http_stream_end() ran */
-	int gone;	    /* MHD completed the request (client left or all sent) */
-	int suspended;	    /* the reader suspended the connection for lack of data */
-};
+/* The answer when memory ran out: static, so that sending it allocates
+ * nothing but MHD's response. */
+static const char oom_body[] = "{\"error\":{\"code\":\"out_of_memory\",\"message\":\"the server "
+			       "is out of memory; retry shortly\",\"type\":\"server_error\"}}";
+/* *con_cls of a request whose context could not be allocated (answered already). */
+static char oom_mark;
 
 static enum http_method
 method_parse(const char *m)
@@ -91,10 +97,8 @@ req_free(struct http_req *r)
 		free(r->hdrs[i].k);
 	free(r->hdrs);
 	buf_free(&r->body);
-	if (r->stream) {
+	if (r->stream)
 		buf_free(&r->stream->pending);
-		free(r->stream);
-	}
 	free(r->resp_body);
 	for (i = 0; i < r->nresp_hdrs; i++)
 		free(r->resp_hdrs[i].k);
@@ -110,7 +114,10 @@ stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 	ssize_t n = 0;
 
 	pthread_mutex_lock(&r->srv->lock);
-	if (st->pending.len > st->taken) {
+	if (st->failed) {
+		/* Cut: no final chunk, so the client sees the stream fail. */
+		n = MHD_CONTENT_READER_END_WITH_ERROR;
+	} else if (st->pending.len > st->taken) {
 		n = (ssize_t)MIN(max, st->pending.len - st->taken);
 		memcpy(out, st->pending.data + st->taken, (size_t)n);
 		st->taken += (size_t)n;
@@ -129,6 +136,26 @@ stream_reader(void *cls, uint64_t pos, char *out, size_t max)
 	return n;
 }
 
+/* Queue the static 503 out_of_memory and close; MHD_NO (MHD closes) when even that fails. */
+static enum MHD_Result
+queue_oom(struct http_server *s, struct MHD_Connection *conn)
+{
+	struct MHD_Response *resp;
+	enum MHD_Result ret;
+
+	refusal_note(s, HTTP_REFUSED_BODY_MEMORY);
+	resp = MHD_create_response_from_buffer(sizeof oom_body - 1, (void *)oom_body,
+					       MHD_RESPMEM_PERSISTENT);
+	if (resp == NULL)
+		return MHD_NO;
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
+	MHD_destroy_response(resp);
+	return ret;
+}
+
 static enum MHD_Result
 queue_response(struct http_req *r)
 {
@@ -136,6 +163,10 @@ queue_response(struct http_req *r)
 	enum MHD_Result ret;
 	int i;
 
+	if (r->oom) {
+		r->state = REQ_QUEUED;
+		return queue_oom(r->srv, r->conn);
+	}
 	if (r->stream)
 		resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_reader,
 							 r, NULL);
@@ -178,13 +209,18 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 	const union MHD_ConnectionInfo *ci;
 	size_t ulen;
 
+	if (*con_cls == &oom_mark) {
+		/* Answered 503 already: the rest of the body is discarded. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
 	if (r == NULL) {
 		conn_request_begins(s, conn);
-		/* Out of memory on a request path: close this one, never abort. */
+		/* Out of memory on a request path: answer 503 and close, never abort. */
 		r = calloc(1, sizeof *r);
 		if (r == NULL) {
-			refusal_note(s, HTTP_REFUSED_BODY_MEMORY);
-			return MHD_NO;
+			*con_cls = &oom_mark;
+			return queue_oom(s, conn);
 		}
 		r->conn = conn;
 		r->srv = s;
@@ -196,12 +232,12 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 		buf_init(&r->body, (size_t)s->max_body_bytes);
 		ulen = strlen(url);
 		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, arg_len, &ulen);
-		if (ulen > MAX_URL_BYTES) {
-			r->url = xstrdup("/");
+		r->url = strdup(ulen > MAX_URL_BYTES ? "/" : url);
+		if (r->url == NULL) {
+			r->oom = 1;
+		} else if (ulen > MAX_URL_BYTES) {
 			set_error(r, 414, "uri_too_long", "request URL longer than 4096 bytes");
 			r->state = REQ_REFUSED;
-		} else {
-			r->url = xstrdup(url);
 		}
 		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		if (ci && ci->client_addr) {
@@ -215,15 +251,20 @@ http_access(void *cls, struct MHD_Connection *conn, const char *url, const char 
 					  r->remote, sizeof r->remote);
 		}
 		*con_cls = r;
-		MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_kv, r);
-		MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
-		if (r->state == REQ_READING && req_screen(s, r, conn, version) != 0) {
+		if (!r->oom)
+			MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_kv, r);
+		if (!r->oom)
+			MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_kv, r);
+		if (!r->oom && r->state == REQ_READING && req_screen(s, r, conn, version) != 0)
 			r->state = REQ_REFUSED;
-			/* Queued now, MHD reads no body and closes after the answer:
-			 * nothing after a refused request is read as a request. */
-			if (r->close_after)
-				return queue_response(r);
+		if (r->oom) {
+			r->state = REQ_REFUSED;
+			r->close_after = 1;
 		}
+		/* Queued now, MHD reads no body and closes after the answer:
+		 * nothing after a refused request is read as a request. */
+		if (r->state == REQ_REFUSED && r->close_after)
+			return queue_response(r);
 		return MHD_YES;
 	}
 	if (r->state == REQ_READING || r->state == REQ_REFUSED) {
@@ -285,9 +326,10 @@ http_respond(struct http_req *r, unsigned status, char *body, size_t len)
 void
 http_stream_begin(struct http_req *r, unsigned status, const char *content_type)
 {
-	struct http_stream *st = xcalloc(1, sizeof *st);
+	struct http_stream *st = &r->stream_mem;
 	int resume;
 
+	memset(st, 0, sizeof *st);
 	buf_init(&st->pending, HTTP_STREAM_MAX);
 	pthread_mutex_lock(&r->srv->lock);
 	r->stream = st;
@@ -317,9 +359,13 @@ http_stream_write(struct http_req *r, const char *data, size_t len)
 	pthread_mutex_lock(&r->srv->lock);
 	if (st->gone) {
 		rc = -EPIPE;
+	} else if (st->failed) {
+		rc = -ENOMEM;
 	} else {
-		rc = buf_append(&st->pending, data, len);
-		if (rc == 0 && st->suspended) {
+		rc = buf_try_append(&st->pending, data, len);
+		if (rc == -ENOMEM)
+			st->failed = 1;
+		if ((rc == 0 || st->failed) && st->suspended) {
 			st->suspended = 0;
 			r->srv->resumed++;
 			MHD_resume_connection(r->conn);
@@ -351,22 +397,17 @@ http_stream_end(struct http_req *r)
 void
 http_respond_error(struct http_req *r, unsigned status, const char *code, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], *body;
 	va_list ap;
-	cJSON *o, *e;
-	char *body;
+	size_t len = 0;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	o = cJSON_CreateObject();
-	e = cJSON_AddObjectToObject(o, "error");
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", msg);
-	cJSON_AddStringToObject(e, "type", error_type(status));
-	body = json_print(o);
-	cJSON_Delete(o);
-	http_respond(r, status, body, strlen(body));
+	body = error_body(status, code, msg, &len);
+	if (body == NULL)
+		r->oom = 1; /* answered 503 out_of_memory instead */
+	http_respond(r, status, body, len);
 }
 
 static void
@@ -379,8 +420,10 @@ req_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 
 	if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
 		conn_request_ends(s, conn);
-	if (r == NULL)
+	if (r == NULL || (void *)r == (void *)&oom_mark) {
+		*con_cls = NULL; /* no context: nothing to free */
 		return;
+	}
 	*con_cls = NULL;
 	pthread_mutex_lock(&s->lock);
 	s->active--;

@@ -70,6 +70,16 @@ extern const struct endpoint api_review_endpoints[];
 extern const struct endpoint api_slo_endpoints[];
 extern const struct endpoint api_diagnose_endpoints[];
 
+/* A streaming answer's state: private to http.c, kept in its request (no allocation). */
+struct http_stream {
+	struct buf pending; /* written, not yet taken by MHD */
+	size_t taken;	    /* bytes of pending already handed to MHD */
+	int ended;	    /* http_stream_end() ran */
+	int gone;	    /* MHD completed the request (client left or all sent) */
+	int suspended;	    /* the reader suspended the connection for lack of data */
+	int failed;	    /* out of memory for pending: the stream is cut, no final chunk */
+};
+
 struct http_req {
 	struct MHD_Connection *conn;
 	struct http_server *srv;
@@ -91,7 +101,11 @@ struct http_req {
 	int inline_call;  /* private to http.c: the handler is running inside http_access() */
 	int close_after;  /* private to http*.c: answer with Connection: close */
 	int64_t reserved; /* private to http*.c: bytes counted against max_buffered_body_bytes */
-	struct http_stream *stream; /* private to http.c; non-NULL for a streaming answer */
+	struct http_stream *stream; /* private to http.c; &stream_mem for a streaming answer */
+	struct http_stream stream_mem;
+	/* private to http*.c: an allocation for this request failed, so it is
+	 * answered 503 out_of_memory with Retry-After and the connection closed */
+	int oom;
 	/* response, set by http_respond() */
 	unsigned status;
 	char *resp_body;
@@ -180,7 +194,9 @@ const char *http_refusal_name(enum http_refusal why);
 /* Add a response header (copied). At most HTTP_MAX_RESP_HEADERS. */
 void http_req_add_header(struct http_req *r, const char *name, const char *value);
 /* Answer r with status and body (consumed; NULL for none); thread-safe;
- * resumes the suspended connection. Exactly once per request, on the engine thread. */
+ * resumes the suspended connection. Exactly once per request, on the engine thread.
+ * When an allocation for r failed (a header, an error body), the answer is
+ * 503 out_of_memory with Retry-After instead, and the connection closes. */
 void http_respond(struct http_req *r, unsigned status, char *body, size_t len);
 /* Answer {"error":{"code","message"}} with status. */
 void http_respond_error(struct http_req *r, unsigned status, const char *code, const char *fmt, ...)
@@ -191,8 +207,10 @@ void http_respond_error(struct http_req *r, unsigned status, const char *code, c
  * feeds with http_stream_write() as data arrives (engine thread), and
  * closes with http_stream_end(); after that the handler must not touch r.
  * Writes are buffered up to HTTP_STREAM_MAX bytes (-E2BIG beyond);
- * -EPIPE once the client is gone. The connection sleeps (suspended) while
- * the buffer is empty: no busy loop, no thread per stream.
+ * -EPIPE once the client is gone; -ENOMEM when the buffer cannot grow (the
+ * stream is then cut without its final chunk: the client sees it fail).
+ * The connection sleeps (suspended) while the buffer is empty: no busy
+ * loop, no thread per stream.
  */
 #define HTTP_STREAM_MAX (4 * 1024 * 1024)
 void http_stream_begin(struct http_req *r, unsigned status, const char *content_type);

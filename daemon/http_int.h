@@ -90,6 +90,9 @@ struct http_server {
 /* http_req.c: the request's fields. */
 enum MHD_Result collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *value);
 const char *error_type(unsigned status);
+/* The JSON error body (malloc'ed, *len set), or NULL when out of memory: never aborts. */
+char *error_body(unsigned status, const char *code, const char *message, size_t *len);
+/* r's answer becomes this error (r->oom when its body cannot be allocated). */
 void set_error(struct http_req *r, unsigned status, const char *code, const char *message);
 
 /* http_conn.c: the connection layer. */

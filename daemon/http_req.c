@@ -1,8 +1,11 @@
 /*
  * http_req: a request's fields: its headers and query arguments as MHD
  * hands them over, the response headers a handler adds, and the error
- * body every refusal and error answer carries. Engine thread.
+ * body every refusal and error answer carries. Engine thread. Nothing
+ * here aborts when memory runs out: a failed allocation sets r->oom and
+ * the request is answered 503 out_of_memory (http.c).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -10,16 +13,19 @@
 #include "http_int.h"
 #include "jsonutil.h"
 
-/* A name and its value copied into one block: k owns it, v points inside. */
-static void
+/* A name and its value copied into one block: k owns it, v points inside. 0 or -ENOMEM. */
+static int
 kv_set(struct http_kv *kv, const char *key, const char *value)
 {
 	size_t kl = strlen(key), vl = strlen(value);
 
-	kv->k = xmalloc(kl + vl + 2);
+	kv->k = malloc(kl + vl + 2);
+	if (kv->k == NULL)
+		return -ENOMEM;
 	memcpy(kv->k, key, kl + 1);
 	kv->v = kv->k + kl + 1;
 	memcpy(kv->v, value, vl + 1);
+	return 0;
 }
 
 enum MHD_Result
@@ -39,11 +45,20 @@ collect_kv(void *cls, enum MHD_ValueKind kind, const char *key, const char *valu
 	if (*np >= MAX_HEADERS)
 		return MHD_YES;
 	/* grows 8, 16, 32, 64: one allocation for a usual request */
-	if (*np == 0 || (*np >= 8 && (*np & (*np - 1)) == 0))
-		*vp = xrealloc(*vp, (size_t)(*np < 8 ? 8 : 2 * *np) * sizeof **vp);
-	kv_set(&(*vp)[*np], key, value ? value : "");
+	if (*np == 0 || (*np >= 8 && (*np & (*np - 1)) == 0)) {
+		struct http_kv *nv = realloc(*vp, (size_t)(*np < 8 ? 8 : 2 * *np) * sizeof **vp);
+
+		if (nv == NULL)
+			goto oom;
+		*vp = nv;
+	}
+	if (kv_set(&(*vp)[*np], key, value ? value : "") != 0)
+		goto oom;
 	(*np)++;
 	return MHD_YES;
+oom:
+	r->oom = 1;
+	return MHD_NO;
 }
 
 static const char *
@@ -74,7 +89,10 @@ http_req_add_header(struct http_req *r, const char *name, const char *value)
 {
 	if (r->nresp_hdrs >= HTTP_MAX_RESP_HEADERS)
 		return;
-	kv_set(&r->resp_hdrs[r->nresp_hdrs], name, value);
+	if (kv_set(&r->resp_hdrs[r->nresp_hdrs], name, value) != 0) {
+		r->oom = 1;
+		return;
+	}
 	r->nresp_hdrs++;
 }
 
@@ -100,17 +118,49 @@ error_type(unsigned status)
 	}
 }
 
+/*
+ * {"error":{"code","message","type"}} as json_print() writes it, in one
+ * allocation sized for every byte escaped (\u00XX), so that the buffer
+ * never grows and nothing aborts. NULL when that allocation fails.
+ */
+char *
+error_body(unsigned status, const char *code, const char *message, size_t *len)
+{
+	const char *type = error_type(status);
+	struct buf b;
+	int rc;
+
+	if (buf_init_fixed(&b, 48 + 6 * (strlen(code) + strlen(message) + strlen(type))) != 0)
+		return NULL;
+	rc = buf_puts(&b, "{\"error\":{\"code\":");
+	if (rc == 0)
+		rc = json_buf_string(&b, code);
+	if (rc == 0)
+		rc = buf_puts(&b, ",\"message\":");
+	if (rc == 0)
+		rc = json_buf_string(&b, message);
+	if (rc == 0)
+		rc = buf_puts(&b, ",\"type\":");
+	if (rc == 0)
+		rc = json_buf_string(&b, type);
+	if (rc == 0)
+		rc = buf_puts(&b, "}}");
+	if (rc != 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	*len = b.len;
+	return b.data;
+}
+
 void
 set_error(struct http_req *r, unsigned status, const char *code, const char *message)
 {
-	cJSON *o = cJSON_CreateObject(), *e = cJSON_AddObjectToObject(o, "error");
-
-	cJSON_AddStringToObject(e, "code", code);
-	cJSON_AddStringToObject(e, "message", message);
-	cJSON_AddStringToObject(e, "type", error_type(status));
 	free(r->resp_body);
-	r->resp_body = json_print(o);
-	r->resp_len = strlen(r->resp_body);
+	r->resp_body = error_body(status, code, message, &r->resp_len);
+	if (r->resp_body == NULL) {
+		r->resp_len = 0;
+		r->oom = 1;
+	}
 	r->status = status;
-	cJSON_Delete(o);
 }

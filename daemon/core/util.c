@@ -87,10 +87,12 @@ buf_init(struct buf *b, size_t max)
 	b->max = max;
 }
 
+/* Room for extra more bytes; may_fail: -ENOMEM when realloc fails, else abort. */
 static int
-buf_reserve(struct buf *b, size_t extra)
+buf_reserve(struct buf *b, size_t extra, int may_fail)
 {
 	size_t need, ncap;
+	char *d;
 
 	if (extra > b->max || b->len > b->max - extra)
 		return -E2BIG;
@@ -102,15 +104,18 @@ buf_reserve(struct buf *b, size_t extra)
 		ncap *= 2;
 	if (b->max < SIZE_MAX && ncap > b->max + 1) /* max + 1 would wrap for SIZE_MAX */
 		ncap = b->max + 1;
-	b->data = xrealloc(b->data, ncap);
+	d = may_fail ? realloc(b->data, ncap) : xrealloc(b->data, ncap);
+	if (d == NULL)
+		return -ENOMEM;
+	b->data = d;
 	b->cap = ncap;
 	return 0;
 }
 
-int
-buf_append(struct buf *b, const void *p, size_t n)
+static int
+buf_add(struct buf *b, const void *p, size_t n, int may_fail)
 {
-	int r = buf_reserve(b, n);
+	int r = buf_reserve(b, n, may_fail);
 
 	if (r < 0)
 		return r;
@@ -118,6 +123,32 @@ buf_append(struct buf *b, const void *p, size_t n)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
 	b->data[b->len] = '\0';
+	return 0;
+}
+
+int
+buf_append(struct buf *b, const void *p, size_t n)
+{
+	return buf_add(b, p, n, 0);
+}
+
+int
+buf_try_append(struct buf *b, const void *p, size_t n)
+{
+	return buf_add(b, p, n, 1);
+}
+
+int
+buf_init_fixed(struct buf *b, size_t cap)
+{
+	buf_init(b, cap > 0 ? cap - 1 : 0);
+	if (cap == 0)
+		return -EINVAL;
+	b->data = malloc(cap);
+	if (b->data == NULL)
+		return -ENOMEM;
+	b->cap = cap;
+	b->data[0] = '\0';
 	return 0;
 }
 

@@ -34,6 +34,15 @@ struct buf {
 
 void buf_init(struct buf *b, size_t max);
 int buf_append(struct buf *b, const void *p, size_t n);
+/*
+ * The non-aborting variants, for what a request sizes (STYLE.md rule 13):
+ * buf_try_append() is buf_append() answering -ENOMEM (the buffer
+ * unchanged) where buf_append() aborts; buf_init_fixed() allocates cap
+ * bytes at once (max = cap - 1, so no append ever reallocates: past it,
+ * -E2BIG) and answers -ENOMEM, or -EINVAL for cap 0, without aborting.
+ */
+int buf_try_append(struct buf *b, const void *p, size_t n);
+int buf_init_fixed(struct buf *b, size_t cap);
 int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_reset(struct buf *b);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "itd.h"
 
@@ -651,6 +652,131 @@ START_TEST(api_keys_are_redacted_from_stored_upstream_bodies)
 }
 END_TEST
 
+/*
+ * Issue 26: a call refused because its backend's bulkhead is full
+ * (max_concurrent 1, queue_ms 0, one slow call holding the slot) answers
+ * 503 with Retry-After = the bulkhead's estimate, one median answer time
+ * of the backend rounded up to seconds (call_retry_after_s), on the chat
+ * facade (plain and streamed) and on the native /call path alike.
+ */
+static const char *narrow_config =
+	"{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
+	"\"backends\":[{\"name\":\"narrow\",\"url\":\"@MOCK@/b/narrow/v1/chat/completions\","
+	"\"model\":\"m-narrow\",\"max_concurrent\":1,\"queue_ms\":0,"
+	"\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":8000,\"total_ms\":8000},"
+	"\"breaker\":{\"failure_threshold\":1000}}],"
+	"\"routes\":[{\"name\":\"narrow\",\"budget_ms\":8000,"
+	"\"targets\":[{\"backend\":\"narrow\"}],\"retry\":{\"max_retries\":0}}]}";
+
+#define NARROW_DELAY_MS 2500
+
+static void
+setup_narrow(void)
+{
+	ck_assert_int_eq(itd_start(&T, narrow_config), 0);
+}
+
+static int
+mock_inflight(const char *backend)
+{
+	cJSON *st = mock_stats(&T.mock);
+	int n = (int)itd_num(cJSON_GetObjectItem(cJSON_GetObjectItem(st, "backends"), backend),
+			     "inflight");
+
+	cJSON_Delete(st);
+	return n;
+}
+
+/* The Retry-After of a refused answer, checked to be whole seconds in [1, 3600]. */
+static long
+retry_after_of(const char *ra)
+{
+	char *end = NULL;
+	long v;
+
+	ck_assert_msg(ra != NULL, "no Retry-After on a 503");
+	v = strtol(ra, &end, 10);
+	ck_assert_msg(end != ra && *end == '\0' && v >= 1 && v <= 3600, "Retry-After \"%s\"", ra);
+	return v;
+}
+
+START_TEST(full_bulkhead_answers_its_estimate_as_retry_after)
+{
+	struct http_resp r;
+	struct itd_bg held;
+	char *ra, *text, cond[160];
+	long want, got[3];
+	int64_t until;
+	int i;
+
+	snprintf(cond, sizeof cond, "{\"delay_ms\":%d}", NARROW_DELAY_MS);
+	ck_assert_int_eq(mock_set(&T.mock, "narrow", cond), 0);
+	/* one answer in the backend's window: the median the estimate uses */
+	ck_assert_int_eq(
+		itd_call(&T, "narrow", "{\"input\":\"warm\",\"request_id\":\"warm-1\"}", 10000, &r),
+		0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	/* hold the one slot, then knock */
+	ck_assert_int_eq(itd_bg_start(&held, &T, "narrow", "{\"input\":\"held\"}"), 0);
+	until = harness_now_ms() + 2000;
+	while (mock_inflight("narrow") < 1 && harness_now_ms() < until)
+		usleep(10 * 1000);
+	ck_assert_int_eq(mock_inflight("narrow"), 1);
+
+	ck_assert_int_eq(itd_req(&T, "POST", "/v1/chat/completions",
+				 "{\"model\":\"narrow\",\"messages\":[{\"role\":\"user\","
+				 "\"content\":\"hi\"}]}",
+				 NULL, 5000, &r),
+			 0);
+	ck_assert_int_eq(r.status, 503);
+	ck_assert_ptr_nonnull(strstr(r.body, "bulkhead_full"));
+	ra = header(&r, "Retry-After");
+	got[0] = retry_after_of(ra);
+	free(ra);
+	http_resp_free(&r);
+
+	ck_assert_int_eq(stream_call("{\"model\":\"narrow\",\"stream\":true,\"messages\":[{"
+				     "\"role\":\"user\",\"content\":\"hi\"}]}",
+				     &text, &ra),
+			 503);
+	ck_assert_ptr_nonnull(strstr(text, "bulkhead_full"));
+	ck_assert_ptr_null(strstr(text, "data:"));
+	got[1] = retry_after_of(ra);
+	free(ra);
+	free(text);
+
+	ck_assert_int_eq(itd_call(&T, "narrow", "{\"input\":\"x\"}", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 503);
+	ck_assert_ptr_nonnull(strstr(r.body, "bulkhead_full"));
+	ra = header(&r, "Retry-After");
+	got[2] = retry_after_of(ra);
+	free(ra);
+	http_resp_free(&r);
+
+	/* the held call was still in flight for all three: they were bulkhead refusals */
+	ck_assert_int_eq(mock_inflight("narrow"), 1);
+	ck_assert_int_eq(itd_bg_join(&held), 0);
+	ck_assert_int_eq(held.r.status, 200);
+	http_resp_free(&held.r);
+	ck_assert_int_eq(mock_requests(&T.mock, "narrow"), 2);
+
+	/* The estimate is the median answer time (the warm call's attempt,
+	 * the only one in the window then) in whole seconds, rounded up: not
+	 * the 1 s said when nothing is known. */
+	want = (NARROW_DELAY_MS + 999) / 1000;
+	for (i = 0; i < 3; i++)
+		ck_assert_msg(got[i] == got[0], "Retry-After %ld vs %ld", got[i], got[0]);
+	ck_assert_int_ge(got[0], want);
+	itd_settle();
+	snprintf(cond, sizeof cond,
+		 "attempts WHERE request_id = 'warm-1' AND outcome = 'ok' AND total_ms > %ld AND "
+		 "total_ms <= %ld",
+		 (got[0] - 1) * 1000, got[0] * 1000);
+	ck_assert_int_eq(itd_count(&T, cond), 1);
+}
+END_TEST
+
 static Suite *
 facade_suite(void)
 {
@@ -669,6 +795,8 @@ facade_suite(void)
 	ADD(models_lists_the_routes);
 	ADD(invalid_utf8_and_c1_controls_are_refused);
 	ADD(api_keys_are_redacted_from_stored_upstream_bodies);
+	ITD_ADD_TEST(s, full_bulkhead_answers_its_estimate_as_retry_after, setup_narrow, teardown,
+		     60);
 	return s;
 }
 

@@ -12,7 +12,11 @@
  * namespace of this test's own) the daemon keeps answering, shows
  * storage_degraded, fails promises loudly, and tells every lost row once
  * space is back; long inputs are stored cut and marked. F9: the DB files
- * are 0600.
+ * are 0600. F2 (the rest is in test_abuse.c): under an address-space
+ * limit set on the running daemon (prlimit(2), so the allocator's own
+ * failure is what is seen, jemalloc or glibc alike), a body that cannot
+ * be buffered is answered 503 with Retry-After, never an abort, while
+ * /healthz and calls go on; SIGTERM still exits 0.
  */
 #include <check.h>
 #include <arpa/inet.h>
@@ -22,11 +26,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -567,6 +573,124 @@ START_TEST(full_disk_is_seen_and_counted)
 }
 END_TEST
 
+/* ---- F2: an allocation that fails on a request path answers 503 ---- */
+
+#define OOM_HEADROOM_MB 48  /* address space left to the daemon over what it maps */
+#define OOM_BODY_MB	128 /* a body that needs more than that to be buffered */
+
+/* VmSize of pid in bytes (its mapped address space, what RLIMIT_AS caps); -1 when unknown. */
+static long long
+vm_size(pid_t pid)
+{
+	char path[64], line[256];
+	long long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "VmSize: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb < 0 ? -1 : kb * 1024;
+}
+
+/* Cap the daemon's address space at what it maps now + headroom_mb (0: lift the cap). */
+static void
+cap_address_space(int headroom_mb)
+{
+	struct rlimit rl = {RLIM_INFINITY, RLIM_INFINITY};
+	long long vm = vm_size(T.d.pid);
+
+	ck_assert_int_gt(vm, 0);
+	if (headroom_mb > 0)
+		rl.rlim_cur = (rlim_t)vm + (rlim_t)headroom_mb * 1024 * 1024;
+	ck_assert_msg(prlimit(T.d.pid, RLIMIT_AS, &rl, NULL) == 0, "prlimit: %s", strerror(errno));
+}
+
+/* {"input":1,"pad":"xxx..."}: valid JSON of n bytes, refused (400) once parsed. */
+static char *
+big_body(size_t n)
+{
+	static const char head[] = "{\"input\":1,\"pad\":\"", tail[] = "\"}";
+	char *b = malloc(n + 1);
+
+	ck_assert_ptr_nonnull(b);
+	memcpy(b, head, sizeof head - 1);
+	memset(b + sizeof head - 1, 'x', n - (sizeof head - 1) - (sizeof tail - 1));
+	memcpy(b + n - (sizeof tail - 1), tail, sizeof tail);
+	return b;
+}
+
+static void
+expect_serving(void)
+{
+	struct http_resp r;
+
+	ck_assert_int_eq(itd_req(&T, "GET", "/healthz", NULL, NULL, 10000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+	ck_assert_int_eq(itd_call(&T, "intent", "{\"input\":\"hello\"}", 10000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	http_resp_free(&r);
+}
+
+START_TEST(failed_allocation_answers_503_not_abort)
+{
+	struct http_resp r;
+	char *cfg, *body, *ra, extra[160];
+	cJSON *o;
+	int i, rc;
+
+	if (itd_sanitized() || getenv("FB_DAEMON_WRAPPER")) {
+		/* ASan reserves terabytes of shadow memory: no RLIMIT_AS fits it;
+		 * valgrind's own mappings would be capped too. */
+		fprintf(stderr, "failed_allocation_answers_503_not_abort: an address-space limit "
+				"cannot be set under a sanitizer or FB_DAEMON_WRAPPER: skipped\n");
+		return;
+	}
+	/* Neither body cap refuses it: what refuses it is the failed allocation. */
+	snprintf(extra, sizeof extra, "\"max_body_bytes\":%d,\"max_buffered_body_bytes\":%d",
+		 2 * OOM_BODY_MB * 1024 * 1024, 4 * OOM_BODY_MB * 1024 * 1024);
+	cfg = config("@DB@", 3000, extra);
+	ck_assert_int_eq(itd_start(&T, cfg), 0);
+	free(cfg);
+	body = big_body((size_t)OOM_BODY_MB * 1024 * 1024);
+	expect_serving(); /* warm: every lazy start-up allocation is made */
+	cap_address_space(OOM_HEADROOM_MB);
+	for (i = 0; i < 3; i++) {
+		rc = itd_call(&T, "intent", body, 60000, &r);
+		ck_assert_msg(rc == 0, "round %d: transfer failed (%d): did the daemon die?", i,
+			      rc);
+		ck_assert_int_eq(r.status, 503);
+		ra = http_resp_header(&r, "Retry-After");
+		ck_assert_ptr_nonnull(ra);
+		ck_assert_int_ge(strtol(ra, NULL, 10), 1);
+		free(ra);
+		o = itd_json(&r);
+		ck_assert_ptr_nonnull(o);
+		ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "error"), "type"), "server_error");
+		ck_assert_str_ne(itd_str(cJSON_GetObjectItem(o, "error"), "code"), "");
+		cJSON_Delete(o);
+		http_resp_free(&r);
+		/* the small ones are still served, under the same limit */
+		expect_serving();
+	}
+	ck_assert_int_eq(kill(T.d.pid, 0), 0);
+	/* a clean exit at SIGTERM, under the limit still */
+	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
+	/* Without the limit the same body is buffered and parsed (400: input
+	 * is not a string): the 503 was the failed allocation, not a cap. */
+	ck_assert_int_eq(itd_restart_daemon(&T), 0);
+	ck_assert_int_eq(itd_call(&T, "intent", body, 60000, &r), 0);
+	ck_assert_int_eq(r.status, 400);
+	http_resp_free(&r);
+	free(body);
+}
+END_TEST
+
 static Suite *
 hostile_suite(void)
 {
@@ -579,6 +703,7 @@ hostile_suite(void)
 	ITD_ADD_TEST(s, no_callbacks_without_an_allow_list, NULL, teardown, 60);
 	ITD_ADD_TEST(s, bad_allow_patterns_are_config_errors, NULL, NULL, 30);
 	ITD_ADD_TEST(s, full_disk_is_seen_and_counted, NULL, teardown, 90);
+	ITD_ADD_TEST(s, failed_allocation_answers_503_not_abort, NULL, teardown, 120);
 	return s;
 }
 
