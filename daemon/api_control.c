@@ -30,6 +30,7 @@
 #include "clock.h"
 #include "control.h"
 #include "engine.h"
+#include "gate.h"
 #include "http.h"
 #include "log.h"
 #include "reload.h"
@@ -127,6 +128,32 @@ route_stats_get(struct engine *e, int i, int64_t now_wall, struct route_stats *s
 	st->review_pending = store_reader_run_int(e->reader, STORE_Q_ROUTE_REVIEWS_OPEN, v, 1, 0);
 }
 
+/*
+ * A route's hedging (null when off): the delay a call's attempt on its
+ * first target's backend would wait now, and how hedges ended.
+ */
+static cJSON *
+hedge_json(struct engine *e, const struct route_rt *rt)
+{
+	static const char *const names[HEDGE__COUNT] = {"won", "lost", "failed", "denied"};
+	const struct hedge_cfg *h = &rt->cfg->retry.hedge;
+	cJSON *o;
+	int b, k;
+
+	if (!h->enabled)
+		return cJSON_CreateNull();
+	o = cJSON_CreateObject();
+	b = rt->cfg->ntargets > 0 ? engine_backend_index(e, rt->cfg->targets[0].backend) : -1;
+	add_int_or_null(o, "delay_ms",
+			b >= 0 ? gate_hedge_delay_ms(&e->backends[b].gate, h, clock_mono_ms())
+			       : -1);
+	cJSON_AddNumberToObject(o, "max_hedges", h->max_hedges);
+	cJSON_AddStringToObject(o, "targets", h->targets == HEDGE_OTHER ? "other" : "same");
+	for (k = 0; k < HEDGE__COUNT; k++)
+		cJSON_AddNumberToObject(o, names[k], (double)rt->hedges[k]);
+	return o;
+}
+
 /* The route object of API.md (also the answer of route mutations). */
 static cJSON *
 route_json(struct engine *e, int i, int64_t now_wall)
@@ -155,6 +182,7 @@ route_json(struct engine *e, int i, int64_t now_wall)
 	add_int_or_null(ro, "p50_ms_1m", st.p50_ms);
 	add_int_or_null(ro, "p99_ms_1m", st.p99_ms);
 	cJSON_AddNumberToObject(ro, "review_pending", (double)st.review_pending);
+	cJSON_AddItemToObject(ro, "hedge", hedge_json(e, rt));
 	return ro;
 }
 
@@ -215,6 +243,44 @@ breaker_json(struct backend_rt *b, int64_t now_ms)
 	return o;
 }
 
+/*
+ * The adaptive concurrency limit as it stands: the bulkhead's cap (the
+ * limit when adaptive), the ceiling, attempts in flight, the latency
+ * baseline and the latest window's latency.
+ */
+static cJSON *
+concurrency_json(const struct backend_rt *b)
+{
+	cJSON *o = cJSON_CreateObject();
+	int on = b->cfg->adaptive.enabled;
+
+	cJSON_AddBoolToObject(o, "adaptive", on);
+	cJSON_AddNumberToObject(o, "limit", b->bulkhead.max);
+	cJSON_AddNumberToObject(o, "max", b->cfg->max_concurrent);
+	cJSON_AddNumberToObject(o, "inflight", b->bulkhead.inflight);
+	cJSON_AddNumberToObject(o, "waiting", b->bulkhead.nwaiting);
+	if (on && limiter_baseline_ms(&b->gate.limiter) > 0) {
+		cJSON_AddNumberToObject(o, "baseline_ms", limiter_baseline_ms(&b->gate.limiter));
+		cJSON_AddNumberToObject(o, "latency_ms", limiter_latency_ms(&b->gate.limiter));
+	} else {
+		cJSON_AddNullToObject(o, "baseline_ms");
+		cJSON_AddNullToObject(o, "latency_ms");
+	}
+	return o;
+}
+
+/* What the router knows of a backend's rate limits (-1 → null: unknown). */
+static cJSON *
+rate_limits_json(const struct backend_rt *b, int64_t now_ms)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	add_int_or_null(o, "remaining_requests", ratelimit_remaining_requests(&b->gate.rl, now_ms));
+	add_int_or_null(o, "remaining_tokens", ratelimit_remaining_tokens(&b->gate.rl, now_ms));
+	cJSON_AddNumberToObject(o, "skipped", (double)b->gate.rate_limited_local);
+	return o;
+}
+
 /* The backend object of API.md (also the answer of breaker mutations). */
 static cJSON *
 backend_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
@@ -235,6 +301,8 @@ backend_json(struct engine *e, struct backend_rt *b, int64_t now_ms)
 				health_score(&b->health, now_ms, health_budget(e, b),
 					     b->bulkhead.inflight, b->bulkhead.max));
 	add_int_or_null(bo, "p90_ms_5m", health_percentile(&b->health, now_ms, 300, 0.9, 1));
+	cJSON_AddItemToObject(bo, "concurrency", concurrency_json(b));
+	cJSON_AddItemToObject(bo, "rate_limits", rate_limits_json(b, now_ms));
 	return bo;
 }
 

@@ -38,6 +38,82 @@ attempt_tool_calls_allowed(const struct route_cfg *rc)
 	return rc->output.tool_calls == TOOL_CALLS_ALLOW;
 }
 
+/*
+ * The tool calls of a stream's first choice, assembled from its deltas as
+ * message.tool_calls would hold them (name, arguments so far): what the
+ * attempts row summarises (tool names and argument sizes).
+ */
+static void
+stream_tools_add(struct attempt *a, const cJSON *chunk)
+{
+	const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(chunk, "choices"), 0);
+	const cJSON *d = c0 ? cJSON_GetObjectItemCaseSensitive(c0, "delta") : NULL;
+	const cJSON *tc = d ? cJSON_GetObjectItemCaseSensitive(d, "tool_calls") : NULL, *t;
+
+	if (!cJSON_IsArray(tc))
+		return;
+	if (a->stream_tools == NULL)
+		a->stream_tools = cJSON_CreateArray();
+	cJSON_ArrayForEach(t, tc)
+	{
+		const cJSON *ix = cJSON_GetObjectItemCaseSensitive(t, "index");
+		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		const cJSON *name = fn ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
+		const cJSON *args = fn ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
+		int i = cJSON_IsNumber(ix) ? ix->valueint : cJSON_GetArraySize(a->stream_tools);
+		cJSON *slot, *sfn, *sargs;
+
+		if (i < 0 || i > 127)
+			continue;
+		while (cJSON_GetArraySize(a->stream_tools) <= i) {
+			cJSON *o = cJSON_CreateObject(),
+			      *f = cJSON_AddObjectToObject(o, "function");
+
+			cJSON_AddStringToObject(f, "name", "?");
+			cJSON_AddStringToObject(f, "arguments", "");
+			cJSON_AddItemToArray(a->stream_tools, o);
+		}
+		slot = cJSON_GetArrayItem(a->stream_tools, i);
+		sfn = cJSON_GetObjectItemCaseSensitive(slot, "function");
+		if (cJSON_IsString(name) && name->valuestring[0])
+			cJSON_ReplaceItemInObjectCaseSensitive(
+				sfn, "name", cJSON_CreateString(name->valuestring));
+		sargs = cJSON_GetObjectItemCaseSensitive(sfn, "arguments");
+		if (cJSON_IsString(args) && args->valuestring[0] && cJSON_IsString(sargs) &&
+		    strlen(sargs->valuestring) < 1024 * 1024) {
+			struct buf b;
+
+			buf_init(&b, SIZE_MAX / 2);
+			buf_puts(&b, sargs->valuestring);
+			buf_puts(&b, args->valuestring);
+			buf_append(&b, "", 1);
+			cJSON_ReplaceItemInObjectCaseSensitive(sfn, "arguments",
+							       cJSON_CreateString(b.data));
+			buf_free(&b);
+		}
+	}
+}
+
+/* The attempts-row summary of a stream's tool calls; NULL when none. */
+static char *
+stream_tools_summary(const struct attempt *a, int full)
+{
+	cJSON *doc, *ch, *c0, *msg;
+	char *s;
+
+	if (cJSON_GetArraySize(a->stream_tools) == 0)
+		return NULL;
+	doc = cJSON_CreateObject();
+	ch = cJSON_AddArrayToObject(doc, "choices");
+	c0 = cJSON_CreateObject();
+	cJSON_AddItemToArray(ch, c0);
+	msg = cJSON_AddObjectToObject(c0, "message");
+	cJSON_AddItemReferenceToObject(msg, "tool_calls", a->stream_tools);
+	s = upstream_tool_calls_summary(doc, full);
+	cJSON_Delete(doc);
+	return s;
+}
+
 /* One SSE event of a streaming attempt. */
 static void
 on_sse_event(void *arg, const char *payload, size_t len)
@@ -54,6 +130,11 @@ on_sse_event(void *arg, const char *payload, size_t len)
 		a->tools_denied = 1;
 	if (a->tools_denied)
 		goto out;
+	if (!a->committed && (n > 0 || ch.tool_calls || ch.other_choice) &&
+	    own->may_commit != NULL && !own->may_commit(a, own->arg))
+		goto out; /* another attempt of the owner streams: this one is cancelled */
+	if (ch.tool_calls)
+		stream_tools_add(a, ch.doc);
 	if ((n > 0 && buf_append(&a->text, ch.content, n) == 0) || ch.tool_calls ||
 	    ch.other_choice) {
 		if (!a->committed) {
@@ -135,6 +216,8 @@ on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 	if (a->rec != NULL && !(n >= 5 && strncmp(ptr, "HTTP/", 5) == 0))
 		record_header(a, ptr, n);
+	if (n > 6 && (ptr[0] == 'x' || ptr[0] == 'X' || ptr[0] == 'r' || ptr[0] == 'R'))
+		gate_header(&a->b->gate, clock_mono_ms(), ptr, n);
 	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
 		const char *sp = memchr(ptr, ' ', n);
 
@@ -421,6 +504,7 @@ attempt_start(const struct attempt_owner *own, int bidx, int backup, int is_prob
 	a->remaining_ms = budget_remaining(own->budget, now_ms);
 	a->hdrs = attempt_headers(a, a->remaining_ms, &a->hdrs_size);
 	b->attempts++;
+	gate_sent(&b->gate, now_ms, a->input_tokens + upstream_max_tokens(own->rc, own->params));
 
 	h = engine_easy_get(e);
 	a->easy = h;
@@ -687,6 +771,10 @@ attempt_span(struct attempt *a, const struct attempt_result *r, int64_t connect_
 	if (fb_ms >= 0)
 		trace_attr_int(&s, "fusebox.first_byte_ms", fb_ms);
 	trace_attr_str(&s, "fusebox.breaker", breaker_state_name(a->b->breaker.state));
+	trace_attr_int(&s, "fusebox.concurrency_limit", a->b->bulkhead.max);
+	trace_attr_int(&s, "fusebox.inflight", a->inflight_start);
+	if (a->is_hedge)
+		trace_attr_bool(&s, "fusebox.hedge", 1);
 	if (a->is_probe)
 		trace_attr_bool(&s, "fusebox.probe", 1);
 	if (a->canary)
@@ -742,8 +830,9 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	curl_easy_getinfo(a->easy, CURLINFO_STARTTRANSFER_TIME_T, &start_us);
 	if (connect_us > 0)
 		connect_ms = connect_us / 1000;
-	if (a->got_headers)
+	if (a->got_headers && a->first_byte_us > 0)
 		fb_ms = (a->first_byte_us - a->started_us) / 1000;
+	r.first_byte_ms = fb_ms;
 	r.total_ms = (r.now_us - a->started_us) / 1000;
 	curl_multi_remove_handle(e->multi, a->easy);
 
@@ -822,7 +911,8 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 		a->id = e->next_attempt_id++;
 		a->attempt_no = ++*own->attempts;
 	}
-	tools = r.reply.ntool_calls > 0
+	tools = a->stream_tools != NULL ? stream_tools_summary(a, e->cfg->log.inputs)
+		: r.reply.ntool_calls > 0
 			? upstream_tool_calls_summary(r.reply.doc ? r.reply.doc : NULL,
 						      e->cfg->log.inputs)
 			: NULL;
@@ -854,6 +944,7 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	buf_free(&a->resp);
 	buf_free(&a->text);
 	sse_free(&a->sse);
+	cJSON_Delete(a->stream_tools);
 	free(a->rec);
 	free(a);
 	return answered;

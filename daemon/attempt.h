@@ -32,6 +32,8 @@ struct attempt_result {
 	int streamed;		/* deltas went to the caller (cut short when outcome is not ok) */
 	int raw;		/* reply.content is the model's output */
 	int64_t total_ms;	/* how long the attempt ran */
+	int64_t first_byte_ms;	/* its first byte (a stream's first chunk) after the start; -1: none
+				 */
 	int64_t retry_after_ms; /* the upstream's Retry-After; -1: none */
 	int64_t now_ms, now_us; /* when it ended (the monotonic clock, read once) */
 	struct upstream_reply reply; /* cleared after done() returns */
@@ -67,6 +69,8 @@ struct attempt_owner {
 	const struct upstream_params *params;
 	attempt_delta_fn on_delta; /* non-NULL: ask for SSE and relay the deltas */
 	void *delta_arg;
+	/* may attempt a send deltas (hedges: one stream reaches the caller)? NULL: yes */
+	int (*may_commit)(struct attempt *a, void *arg);
 	attempt_done_fn done;
 	void *arg;
 	const struct tracectx *trace; /* the call span's: attempts are its children */
@@ -96,9 +100,11 @@ struct attempt {
 	int json_type;
 	char retry_after[64];
 	int is_probe;
-	int canary;	/* the target picked was a canary */
-	int target;	/* index among the route's primary targets (canary guard); -1 otherwise */
-	int wire_sends; /* requests libcurl put on the wire (prereq callback) */
+	int canary;   /* the target picked was a canary */
+	int target;   /* index among the route's primary targets (canary guard); -1 otherwise */
+	int is_hedge; /* started by the hedge timer beside a running attempt (owner's) */
+	int inflight_start; /* the backend's attempts in flight as it started, itself included */
+	int wire_sends;	    /* requests libcurl put on the wire (prereq callback) */
 	struct attempt_timeouts to;
 	int64_t crowd_ms; /* the deadline this attempt is counted under in e->crowd; 0: not counted
 			   */
@@ -115,6 +121,7 @@ struct attempt {
 	struct buf text;		   /* streamed content so far */
 	int committed;			   /* a delta went to the caller */
 	int tools_denied;		   /* the stream began with tool calls the route refuses */
+	cJSON *stream_tools;		   /* streamed tool calls, assembled (attempts row) */
 	struct tracectx tc;		   /* the attempt's span: the traceparent sent upstream */
 	int64_t remaining_ms;		   /* the call's budget left at the start */
 	const struct backend_cfg *rec_cfg; /* whose record_response_headers rec follows */

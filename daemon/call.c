@@ -15,10 +15,15 @@
  * timer is the last word: the answer leaves by the deadline whatever the
  * upstream does.
  *
- * Invariants: at most one attempt per call is in flight; c->att is it.
- * A bulkhead slot and a breaker permit are held exactly while c->att is
- * set. done() runs once (c->answered); afterwards the call only waits to
- * be reaped.
+ * Hedging (call_hedge.c): when an attempt has no first byte after the
+ * route's hedge delay, a second one may start beside it; the first valid
+ * answer wins and the others end as hedge_cancelled.
+ *
+ * Invariants: the attempts of a call in flight are c->att[0..natt); each
+ * holds a bulkhead slot and a breaker permit exactly while it is there.
+ * The call decides what follows (retry, fall) only when its last attempt
+ * in flight ends. done() runs once (c->answered); afterwards the call only
+ * waits to be reaped, its attempts stopped.
  */
 #include "call.h"
 
@@ -34,6 +39,7 @@
 #include "canary.h"
 #include "clock.h"
 #include "engine.h"
+#include "gate.h"
 #include "health.h"
 #include "idem.h"
 #include "ladder.h"
@@ -44,10 +50,12 @@
 #include "rules.h"
 #include "util.h"
 #include "validate.h"
+#include "wire.h"
 
 #define MAX_TARGETS 64
 
 static void call_step(struct call *c);
+static void call_slot_leave(struct engine *e, struct backend_rt *b);
 static int call_target_backend(const struct call *c, const struct target_cfg *t);
 
 void
@@ -293,6 +301,8 @@ call_answer_own(struct call *c, unsigned status, enum source src, const char *ba
 	engine_timer_cancel(c->e, &c->t_deadline);
 	engine_timer_cancel(c->e, &c->t_backoff);
 	engine_timer_cancel(c->e, &c->t_queue);
+	engine_timer_cancel(c->e, &c->t_hedge);
+	engine_timer_cancel(c->e, &c->t_unhedge);
 	a->http_status = status;
 	a->source = src;
 	a->backend = backend;
@@ -430,9 +440,33 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	enum outcome o = r->outcome;
 	enum breaker_verdict verdict;
 	struct bulkhead_waiter *w;
-	int rd;
+	int rd, i;
 
-	c->att = NULL;
+	for (i = 0; i < c->natt; i++)
+		if (c->att[i] == a)
+			c->att[i] = c->att[--c->natt];
+	if (c->streamer == a)
+		c->streamer = NULL;
+	if (o == OUTCOME_HEDGE_CANCELLED) {
+		/* lost a race: no verdict on the backend, its slot and permit back */
+		breaker_record(&b->breaker, now_ms, BREAKER_IGNORE, o, r->total_ms, a->is_probe);
+		engine_breaker_events(e, b);
+		if (a->is_hedge)
+			c->rt->hedges[HEDGE_LOST]++;
+		else if (r->first_byte_ms < 0)
+			gate_first_byte_censored(&b->gate, now_ms, r->total_ms);
+		if (c->route < e->nroutes && a->bidx < e->nbackends) {
+			struct attempt_obs ao = {.route = c->route,
+						 .backend = a->bidx,
+						 .outcome = o,
+						 .duration_ms = r->total_ms,
+						 .canary = a->canary};
+
+			obs_attempt(e->obs, &ao);
+		}
+		call_slot_leave(e, b);
+		return c->answered;
+	}
 	if (r->raw) {
 		free(c->last_raw);
 		c->last_raw = attempt_redact(e, r->reply.content, SIZE_MAX);
@@ -484,13 +518,11 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 	breaker_record(&b->breaker, now_ms, verdict, o, r->total_ms, a->is_probe);
 	engine_breaker_events(e, b);
 	health_record(&b->health, now_ms, verdict != BREAKER_FAILURE, r->total_ms);
-	w = bulkhead_leave(&b->bulkhead);
-	if (w) {
-		struct call *wc = w->arg;
-
-		/* The slot passed to a waiting call: start it on the next turn. */
-		engine_timer_arm(e, &wc->t_queue, now_us);
-	}
+	if (gate_attempt_end(&b->gate, &b->bulkhead, now_ms, a->inflight_start, r->first_byte_ms,
+			     r->total_ms, o))
+		while ((w = bulkhead_next(&b->bulkhead)) != NULL)
+			call_bulkhead_granted(e, w); /* the limit rose: waiters go */
+	call_slot_leave(e, b);
 
 	if (r->ok) {
 		struct validate_result *vr = &r->vr;
@@ -518,10 +550,16 @@ call_attempt_done(struct attempt *a, struct attempt_result *r, void *arg)
 		call_answer_own(c, 200, src, b->cfg->name, vr->result, r->reply.content,
 				vr->has_confidence, vr->confidence);
 		vr->result = NULL;
+		if (a->is_hedge)
+			c->rt->hedges[HEDGE_WON]++;
+		call_hedge_cancel_others(c);
 		goto out;
 	}
-	if (c->answered)
-		goto out;
+	if (a->is_hedge)
+		c->rt->hedges[HEDGE_FAILED]++;
+	if (c->answered || c->natt > 0)
+		goto out; /* another attempt in flight may still answer */
+	engine_timer_cancel(e, &c->t_hedge);
 	rd = retry_decide(&c->rc->retry, o, c->step_retries, r->retry_after_ms,
 			  budget_attempt_room(&c->budget, now_ms), c->rc->min_attempt_ms,
 			  &c->rt->rbudget, now_ms, &e->rng, &delay);
@@ -540,12 +578,38 @@ out:
 	return c->answered;
 }
 
-/* Start an attempt of c; the bulkhead slot and breaker permit are held. */
+/* Hand a backend's bulkhead slot back; a waiting call gets it on the next turn. */
 static void
+call_slot_leave(struct engine *e, struct backend_rt *b)
+{
+	struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
+
+	if (w)
+		engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+}
+
+struct attempt *
 call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int target, int64_t now_us)
 {
-	c->att = attempt_start(&c->own, bidx, c->step == STEP_BACKUP, is_probe, canary, target,
-			       now_us);
+	struct attempt *a;
+
+	if (c->natt >= CALL_MAX_INFLIGHT) { /* cannot happen: hedges stop below */
+		log_error("call", "%s %s: %d attempts in flight", c->rc->name, c->request_id,
+			  c->natt);
+		return NULL;
+	}
+	a = attempt_start(&c->own, bidx, c->step == STEP_BACKUP, is_probe, canary, target, now_us);
+	a->inflight_start = c->e->backends[bidx].bulkhead.inflight;
+	c->att[c->natt++] = a;
+	if (c->natt == 1)
+		call_hedge_arm(c, now_us);
+	return a;
+}
+
+int
+call_target_index(const struct call *c, int picked)
+{
+	return c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == c->rc ? picked : -1;
 }
 
 /* A bulkhead slot was handed to us, or the queue wait ran out. */
@@ -564,16 +628,13 @@ queue_fire(struct timer *t, void *arg)
 		/* Still waiting: the wait ran out. */
 		bulkhead_cancel(&b->bulkhead, &c->bw);
 		c->queued_bidx = -1;
-		call_fall(c, "bulkhead_full");
+		call_fall(c, gate_full_reason(&b->gate));
 		call_step(c);
 		return;
 	}
 	c->queued_bidx = -1;
 	if (breaker_allow(&b->breaker, now_us / 1000, &is_probe) != 0) {
-		struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
-
-		if (w)
-			engine_timer_arm(c->e, &((struct call *)w->arg)->t_queue, now_us);
+		call_slot_leave(c->e, b);
 		engine_breaker_events(c->e, b);
 		call_fall(c, "breaker_open");
 		call_step(c);
@@ -590,9 +651,15 @@ deadline_fire(struct timer *t, void *arg)
 	struct call *c = arg;
 
 	c->deadline_passed = 1;
-	if (c->att) {
-		attempt_stop(c->att, c->att->got_headers ? OUTCOME_TOTAL_TIMEOUT
-							 : OUTCOME_FIRST_BYTE_TIMEOUT);
+	engine_timer_cancel(c->e, &c->t_hedge);
+	if (c->natt > 0) {
+		/* the last one to end decides what follows */
+		while (c->natt > 0) {
+			struct attempt *a = c->att[c->natt - 1];
+
+			attempt_stop(a, a->got_headers ? OUTCOME_TOTAL_TIMEOUT
+						       : OUTCOME_FIRST_BYTE_TIMEOUT);
+		}
 		return;
 	}
 	if (c->queued_bidx >= 0) {
@@ -631,11 +698,13 @@ static void
 call_remap(struct call *c, struct route_rt *routes, const int *rmap, struct backend_rt *backends,
 	   const int *bmap)
 {
+	int i;
+
 	c->route = rmap[c->route];
 	c->rt = &routes[c->route];
-	if (c->att) {
-		c->att->bidx = bmap[c->att->bidx];
-		c->att->b = &backends[c->att->bidx];
+	for (i = 0; i < c->natt; i++) {
+		c->att[i]->bidx = bmap[c->att[i]->bidx];
+		c->att[i]->b = &backends[c->att[i]->bidx];
 	}
 	if (c->queued_bidx >= 0)
 		c->queued_bidx = bmap[c->queued_bidx];
@@ -653,9 +722,8 @@ call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
 		call_remap(c, routes, rmap, backends, bmap);
 }
 
-/* Try to run one model step (primary or backup). 0: an attempt (or a queue wait) is under way. */
-static int
-model_step(struct call *c, const char **why)
+int
+call_pick_target(struct call *c, int avoid_bidx, int *bidx_out, int *picked, const char **why)
 {
 	struct engine *e = c->e;
 	const struct route_cfg *rc = c->rc;
@@ -664,15 +732,11 @@ model_step(struct call *c, const char **why)
 	int n = c->step == STEP_PRIMARY ? rc->ntargets : rc->backup.ntargets;
 	struct router_cand cand[MAX_TARGETS];
 	struct target_cfg forced;
-	int64_t now_us = clock_mono_us(), now_ms = now_us / 1000, room;
-	int i, picked, bidx, is_probe = 0, any_open = 0, any_full = 0, any_weight = 0;
+	int64_t now_ms = clock_mono_ms();
+	int i, bidx, avoid = -1, any_open = 0, any_full = 0, any_weight = 0, any_rated = 0;
+	const char *full = WIRE_REASON_BULKHEAD_FULL;
 	struct backend_rt *b;
 
-	room = budget_attempt_room(&c->budget, now_ms);
-	if (c->deadline_passed || room < rc->min_attempt_ms) {
-		*why = "budget_exhausted";
-		return 1;
-	}
 	n = MIN(n, MAX_TARGETS);
 	if (c->force_bidx >= 0) {
 		/* a cross-check: its one backend, whatever the route's targets */
@@ -689,14 +753,14 @@ model_step(struct call *c, const char **why)
 				   : targets[i].weight;
 
 		bidx = call_target_backend(c, &targets[i]);
-		if (bidx < 0) {
-			cand[i].id = i;
-			cand[i].eligible = 0;
-			cand[i].weight = 0;
-			continue;
-		}
-		b = &e->backends[bidx];
 		cand[i].id = i;
+		cand[i].eligible = 0;
+		cand[i].weight = 0;
+		if (bidx < 0)
+			continue;
+		if (bidx == avoid_bidx)
+			avoid = i;
+		b = &e->backends[bidx];
 		cand[i].eligible = 1;
 		if (w > 0)
 			any_weight = 1;
@@ -706,8 +770,16 @@ model_step(struct call *c, const char **why)
 				any_open = 1;
 		} else if (b->bulkhead.inflight >= b->bulkhead.max && b->cfg->queue_ms <= 0) {
 			cand[i].eligible = 0;
-			if (w > 0)
+			if (w > 0) {
 				any_full = 1;
+				full = gate_full_reason(&b->gate);
+			}
+		} else if (w > 0 && gate_rate_admits(&b->gate, now_ms, c->est_tokens) != 0) {
+			/* its known rate limit is spent until the reset: a request would be refused
+			 */
+			cand[i].eligible = 0;
+			any_rated = 1;
+			b->gate.rate_limited_local++;
 		}
 		engine_breaker_events(e, b);
 		/* health only matters when there is a choice (it sorts latencies) */
@@ -716,53 +788,62 @@ model_step(struct call *c, const char **why)
 					  b->bulkhead.max);
 		cand[i].weight = w;
 	}
-	{
-		int avoid = -1;
-
-		for (i = 0; i < n; i++)
-			if (call_target_backend(c, &targets[i]) == c->avoid_backend)
-				avoid = i;
-		if (router_pick(cand, n, avoid, &e->rng, &picked) != 0) {
-			*why = any_open	    ? "breaker_open"
-			       : any_full   ? "bulkhead_full"
-			       : any_weight ? "no_target"
-					    : "no_weight";
-			return 1;
-		}
+	if (router_pick(cand, n, avoid, &e->rng, picked) != 0) {
+		*why = any_open	    ? WIRE_REASON_BREAKER_OPEN
+		       : any_rated  ? WIRE_REASON_RATE_LIMITED_LOCAL
+		       : any_full   ? full
+		       : any_weight ? WIRE_REASON_NO_TARGET
+				    : WIRE_REASON_NO_WEIGHT;
+		return 1;
 	}
-	bidx = call_target_backend(c, &targets[picked]);
+	*bidx_out = call_target_backend(c, &targets[*picked]);
+	return 0;
+}
+
+/* Try to run one model step (primary or backup). 0: an attempt (or a queue wait) is under way. */
+static int
+model_step(struct call *c, const char **why)
+{
+	struct engine *e = c->e;
+	const struct route_cfg *rc = c->rc;
+	const struct target_cfg *targets =
+		c->step == STEP_PRIMARY ? rc->targets : rc->backup.targets;
+	int64_t now_us = clock_mono_us(), now_ms = now_us / 1000, room;
+	int picked, bidx, is_probe = 0, canary;
+	struct backend_rt *b;
+
+	room = budget_attempt_room(&c->budget, now_ms);
+	if (c->deadline_passed || room < rc->min_attempt_ms) {
+		*why = WIRE_REASON_BUDGET_EXHAUSTED;
+		return 1;
+	}
+	if (call_pick_target(c, c->avoid_backend, &bidx, &picked, why) != 0)
+		return 1;
+	canary = c->force_bidx >= 0 ? 0 : targets[picked].canary;
 	b = &e->backends[bidx];
 	if (bulkhead_enter(&b->bulkhead) != 0) {
 		int64_t wait = MIN((int64_t)b->cfg->queue_ms, room - rc->min_attempt_ms);
 
 		if (wait <= 0) {
-			*why = "bulkhead_full";
+			*why = gate_full_reason(&b->gate);
 			return 1;
 		}
 		c->bw.arg = c;
 		c->queued_bidx = bidx;
-		c->queued_canary = targets[picked].canary;
-		c->queued_target = c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc
-					   ? picked
-					   : -1;
+		c->queued_canary = canary;
+		c->queued_target = call_target_index(c, picked);
 		bulkhead_enqueue(&b->bulkhead, &c->bw);
 		engine_timer_arm(e, &c->t_queue, now_us + wait * 1000);
 		return 0;
 	}
 	if (breaker_allow(&b->breaker, now_ms, &is_probe) != 0) {
-		struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
-
-		if (w)
-			engine_timer_arm(e, &((struct call *)w->arg)->t_queue, now_us);
+		call_slot_leave(e, b);
 		engine_breaker_events(e, b);
-		*why = "breaker_open";
+		*why = WIRE_REASON_BREAKER_OPEN;
 		return 1;
 	}
 	engine_breaker_events(e, b);
-	call_attempt_start(c, bidx, is_probe, targets[picked].canary,
-			   c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == rc ? picked
-											    : -1,
-			   now_us);
+	call_attempt_start(c, bidx, is_probe, canary, call_target_index(c, picked), now_us);
 	return 0;
 }
 
@@ -877,6 +958,7 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 	timer_init(&c->t_backoff, "backoff", backoff_fire, c);
 	timer_init(&c->t_deadline, "deadline", deadline_fire, c);
 	timer_init(&c->t_queue, "bulkhead_queue", queue_fire, c);
+	call_hedge_init(c);
 	c->own = (struct attempt_owner){
 		.e = e,
 		.rc = c->rc,
@@ -889,11 +971,18 @@ call_start(struct engine *e, struct call_req *cr, call_done_fn done, void *arg)
 		.params = &c->req.params,
 		.on_delta = c->req.on_delta,
 		.delta_arg = c->req.delta_arg,
+		.may_commit = call_hedge_may_commit,
 		.done = call_attempt_done,
 		.arg = c,
 		.trace = &c->req.trace,
 		.tracestate = c->req.tracestate,
 	};
+	{
+		const char *in = call_input_text(c);
+
+		c->est_tokens = budget_estimate_tokens(in, strlen(in)) +
+				upstream_max_tokens(c->rc, &c->req.params);
+	}
 	if (!c->req.has_trace)
 		call_req_trace(e, &c->req, NULL, NULL);
 	if (c->xcheck)

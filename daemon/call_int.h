@@ -15,6 +15,8 @@
 #include "review_q.h"
 #include "trace.h"
 
+#define CALL_MAX_INFLIGHT 4 /* an attempt and up to 3 hedges */
+
 struct call {
 	struct engine *e;
 	struct call *prev, *next; /* engine's live list */
@@ -35,9 +37,15 @@ struct call {
 	int attempts;
 	int retries;
 	int avoid_backend;
-	char reason[64]; /* root cause: why the first step tried was left */
-	struct attempt *att;
-	struct attempt_owner own; /* what c->att borrows */
+	char reason[64];			/* root cause: why the first step tried was left */
+	struct attempt *att[CALL_MAX_INFLIGHT]; /* in flight: an attempt and its hedges */
+	int natt;
+	struct attempt_owner own; /* what c->att[] borrows */
+	struct attempt *streamer; /* the attempt whose deltas reach the caller; NULL: none yet */
+	int hedges;		  /* hedged attempts started (retry.hedge.max_hedges) */
+	int64_t est_tokens;	  /* input + max output tokens, for the rate limits */
+	struct timer t_hedge;
+	struct timer t_unhedge; /* a stream committed: cancel the other attempts */
 	struct timer t_backoff;
 	struct timer t_deadline;
 	struct timer t_queue;
@@ -62,6 +70,31 @@ struct call {
 	call_done_fn done;
 	void *done_arg;
 };
+
+/*
+ * call.c: pick a target of the model step c stands on (router: weights x
+ * health, breakers admitting, bulkheads with room, rate limits), the
+ * backend avoid_bidx last (-1: none). 0 with *bidx and *picked (the target's
+ * index), or 1 with *why (a degradation reason).
+ */
+int call_pick_target(struct call *c, int avoid_bidx, int *bidx, int *picked, const char **why);
+/*
+ * call.c: start an attempt of c on bidx (canary: the target is one; target:
+ * its index among the primary targets or -1); its bulkhead slot and
+ * breaker permit are held. The attempt, in c->att[].
+ */
+struct attempt *call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int target,
+				   int64_t now_us);
+/* call.c: the target index call_attempt_start() takes for the target picked (-1: none). */
+int call_target_index(const struct call *c, int picked);
+/* call_hedge.c: arm the hedge timer for c's one attempt in flight (no-op when off). */
+void call_hedge_arm(struct call *c, int64_t now_us);
+/* call_hedge.c: stop every attempt of c still in flight as hedge_cancelled. */
+void call_hedge_cancel_others(struct call *c);
+/* call_hedge.c: an attempt of c may send deltas (attempt_owner.may_commit). */
+int call_hedge_may_commit(struct attempt *a, void *arg);
+/* call_hedge.c: the hedge timers' init (call_start). */
+void call_hedge_init(struct call *c);
 
 /* The text that stands for the call's input (rules, cache, review items). */
 const char *call_input_text(const struct call *c);

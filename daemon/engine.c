@@ -636,6 +636,7 @@ engine_backend_rt_init(struct backend_rt *b, const struct backend_cfg *bc)
 	breaker_init(&b->breaker, &bc->breaker);
 	bulkhead_init(&b->bulkhead, bc->max_concurrent);
 	health_init(&b->health);
+	gate_init(&b->gate, bc, &b->bulkhead, clock_mono_ms());
 	key = bc->api_key_env ? getenv(bc->api_key_env) : NULL;
 	b->api_key = key && *key ? xstrdup(key) : NULL;
 	if (bc->api_key_env && b->api_key == NULL)

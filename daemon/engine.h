@@ -24,6 +24,7 @@
 #include "config.h"
 #include "escalation.h"
 #include "health.h"
+#include "gate.h"
 #include "retry.h"
 #include "rng.h"
 #include "store.h"
@@ -44,9 +45,19 @@ struct backend_rt {
 	struct breaker breaker;
 	struct bulkhead bulkhead;
 	struct health health;
-	char *api_key; /* from the environment; never logged, stored or shown */
+	struct gate gate; /* adaptive limit (bulkhead.max), rate limits, first-byte times */
+	char *api_key;	  /* from the environment; never logged, stored or shown */
 	uint64_t seen_transitions;
 	uint64_t attempts;
+};
+
+/* How a hedged attempt ended (fusebox_hedges_total{result}). */
+enum hedge_result {
+	HEDGE_WON = 0, /* the hedge answered first; the attempt it hedged was cancelled */
+	HEDGE_LOST,    /* the attempt it hedged answered first; the hedge was cancelled */
+	HEDGE_FAILED,  /* the hedge itself failed */
+	HEDGE_DENIED,  /* due, but the retry budget (or no room) said no */
+	HEDGE__COUNT
 };
 
 /* Runtime state of one route. */
@@ -63,7 +74,8 @@ struct route_rt {
 	struct retry_budget rbudget;
 	int *weights; /* live weights of cfg->targets (operator / canary guard) */
 	uint64_t calls;
-	uint64_t retries_denied;     /* retry budget said no */
+	uint64_t retries_denied; /* retry budget said no */
+	uint64_t hedges[HEDGE__COUNT];
 	int live_calls;		     /* calls running on this route now */
 	struct canary_track *canary; /* per primary target, when canary_guard is on */
 };

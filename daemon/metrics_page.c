@@ -417,6 +417,43 @@ page_weights(struct metrics *m, struct engine *e)
 	}
 }
 
+/* Hedges, the adaptive concurrency limit and the local rate limiting (gate.c). */
+static void
+page_gate(struct metrics *m, struct engine *e)
+{
+	static const char *const results[HEDGE__COUNT] = {"won", "lost", "failed", "denied"};
+	struct metrics_label l[2];
+	int i, k;
+
+	metrics_family(m, "fusebox_hedges_total", METRICS_COUNTER,
+		       "Hedged attempts by route and how they ended: won (answered first), lost "
+		       "(cancelled: the attempt it hedged answered), failed, denied (due, but the "
+		       "retry budget or the backend had no room).");
+	for (i = 0; i < e->nroutes; i++)
+		for (k = 0; k < HEDGE__COUNT; k++) {
+			l[0] = (struct metrics_label){"route", e->routes[i].cfg->name};
+			l[1] = (struct metrics_label){"result", results[k]};
+			metrics_sample(m, "fusebox_hedges_total", l, 2,
+				       (double)e->routes[i].hedges[k]);
+		}
+	metrics_family(
+		m, "fusebox_concurrency_limit", METRICS_GAUGE,
+		"Attempts a backend admits at once: the adaptive limit, else max_concurrent.");
+	for (i = 0; i < e->nbackends; i++) {
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(m, "fusebox_concurrency_limit", l, 1,
+			       (double)e->backends[i].bulkhead.max);
+	}
+	metrics_family(m, "fusebox_rate_limited_local_total", METRICS_COUNTER,
+		       "Times the router passed a backend over because its known rate limit "
+		       "(headers or config) was spent until its reset.");
+	for (i = 0; i < e->nbackends; i++) {
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(m, "fusebox_rate_limited_local_total", l, 1,
+			       (double)e->backends[i].gate.rate_limited_local);
+	}
+}
+
 int
 metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **body, size_t *len)
 {
@@ -445,6 +482,7 @@ metrics_page_write(struct engine *e, int64_t now_wall, int64_t now_mono, char **
 		metrics_sample(&m, "fusebox_inflight", l, 1,
 			       (double)e->backends[i].bulkhead.inflight);
 	}
+	page_gate(&m, e);
 	metrics_family(&m, "fusebox_route_level", METRICS_GAUGE,
 		       "Effective route level (0 primary, 1 backup, 2 rules, 3 async).");
 	for (i = 0; i < e->nroutes; i++) {

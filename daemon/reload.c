@@ -18,6 +18,7 @@
 #include "call.h"
 #include "clock.h"
 #include "engine.h"
+#include "gate.h"
 #include "http.h"
 #include "log.h"
 #include "notify.h"
@@ -106,7 +107,7 @@ reload_apply(struct engine *e, struct config *ncfg, char **cause)
 		bmap[j] = i;
 		nb[i].cfg = &ncfg->backends[i];
 		breaker_reconfigure(&nb[i].breaker, &ncfg->backends[i].breaker, now);
-		bulkhead_set_max(&nb[i].bulkhead, ncfg->backends[i].max_concurrent);
+		gate_reconfigure(&nb[i].gate, &ncfg->backends[i], &nb[i].bulkhead, now);
 		free(nb[i].api_key);
 		nb[i].api_key = NULL;
 		if (ncfg->backends[i].api_key_env && getenv(ncfg->backends[i].api_key_env) &&

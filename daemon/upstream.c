@@ -68,6 +68,12 @@ add_message_verbatim(struct buf *b, int *n, const cJSON *m, int64_t *tokens)
 	}
 }
 
+int64_t
+upstream_max_tokens(const struct route_cfg *rc, const struct upstream_params *p)
+{
+	return p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens;
+}
+
 /*
  * Written straight into a buffer (no cJSON tree: this runs for every
  * attempt), in the order and with the number formatting json_print() uses:
@@ -148,7 +154,7 @@ upstream_build_body_ex(const struct route_cfg *rc, const struct backend_cfg *bc,
 	json_buf_number(&b, temperature);
 	buf_puts(&b, p && p->max_completion && p->max_tokens > 0 ? ",\"max_completion_tokens\":"
 								 : ",\"max_tokens\":");
-	json_buf_number(&b, p && p->max_tokens > 0 ? p->max_tokens : rc->prompt.max_tokens);
+	json_buf_number(&b, upstream_max_tokens(rc, p));
 	if (p && p->response_format) {
 		buf_puts(&b, ",\"response_format\":");
 		json_buf_item(&b, p->response_format);

@@ -30,6 +30,8 @@ struct upstream_params {
 		*extra; /* borrowed object: the caller's other fields, sent verbatim; NULL: none */
 };
 
+/* The output tokens an attempt asks for: the caller's max_tokens, else the route's. */
+int64_t upstream_max_tokens(const struct route_cfg *rc, const struct upstream_params *p);
 /*
  * The request body for route rc on backend bc. At the backup step
  * (backup != 0) backup.temperature and backup.few_shot apply. input is

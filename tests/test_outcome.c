@@ -22,13 +22,14 @@ static const char *const want_outcomes[OUTCOME__COUNT] = {
 	"validation_schema",
 	"validation_semantic",
 	"low_confidence",
+	"hedge_cancelled",
 };
 
 START_TEST(test_outcome_names)
 {
 	int i;
 
-	ck_assert_int_eq(OUTCOME__COUNT, 13);
+	ck_assert_int_eq(OUTCOME__COUNT, 14);
 	for (i = 0; i < OUTCOME__COUNT; i++) {
 		const char *n = outcome_name((enum outcome)i);
 

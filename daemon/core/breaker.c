@@ -301,6 +301,7 @@ breaker_classify(const struct breaker_cfg *cfg, enum outcome o)
 		v = cfg->count_validation_failures ? BREAKER_FAILURE : BREAKER_SUCCESS;
 		break;
 	case OUTCOME_HTTP_4XX:
+	case OUTCOME_HEDGE_CANCELLED:
 	case OUTCOME__COUNT:
 		v = BREAKER_IGNORE;
 		break;

@@ -141,6 +141,8 @@ diag_phase_of(const char *reason, const struct diag_attempt *a)
 		{WIRE_OUTCOME_LOW_CONFIDENCE, "validation"},
 		{WIRE_REASON_BREAKER_OPEN, "breaker"},
 		{WIRE_REASON_BULKHEAD_FULL, "bulkhead"},
+		{WIRE_REASON_CONCURRENCY_LIMITED, "bulkhead"},
+		{WIRE_REASON_RATE_LIMITED_LOCAL, "rate_limit"},
 		{WIRE_REASON_BUDGET_EXHAUSTED, "budget"},
 		{WIRE_REASON_FORCED_LEVEL, "forced"},
 		{WIRE_REASON_AUTO_LEVEL, "forced"},

@@ -19,6 +19,7 @@ enum outcome {
 	OUTCOME_VALIDATION_SCHEMA,
 	OUTCOME_VALIDATION_SEMANTIC,
 	OUTCOME_LOW_CONFIDENCE,
+	OUTCOME_HEDGE_CANCELLED, /* lost the race to a hedged attempt (not a failure) */
 	OUTCOME__COUNT
 };
 

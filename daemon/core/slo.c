@@ -350,9 +350,19 @@ slo_total(const struct slo_counts *c, enum slo_kind k)
 }
 
 const char *const slo_degradation_reasons[] = {
-	"llm_disallowed", "forced_level", "auto_level", "breaker_open",
-	"bulkhead_full",  "no_target",	  "no_weight",	"budget_exhausted",
-	"rules_no_match", "cache_miss",	  NULL,
+	"llm_disallowed",
+	"forced_level",
+	"auto_level",
+	"breaker_open",
+	"bulkhead_full",
+	"no_target",
+	"no_weight",
+	"budget_exhausted",
+	"rules_no_match",
+	"cache_miss",
+	"concurrency_limited",
+	"rate_limited_local",
+	NULL,
 };
 
 int

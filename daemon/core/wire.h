@@ -52,18 +52,21 @@
 #define WIRE_OUTCOME_VALIDATION_SCHEMA	 "validation_schema"
 #define WIRE_OUTCOME_VALIDATION_SEMANTIC "validation_semantic"
 #define WIRE_OUTCOME_LOW_CONFIDENCE	 "low_confidence"
+#define WIRE_OUTCOME_HEDGE_CANCELLED	 "hedge_cancelled"
 
 /*
  * The other degradation reasons (degradations.reason, the answer's
  * "reason"): why a step was left or skipped without an attempt outcome.
  */
-#define WIRE_REASON_BREAKER_OPEN     "breaker_open"
-#define WIRE_REASON_BULKHEAD_FULL    "bulkhead_full"
-#define WIRE_REASON_BUDGET_EXHAUSTED "budget_exhausted"
-#define WIRE_REASON_NO_TARGET	     "no_target"
-#define WIRE_REASON_NO_WEIGHT	     "no_weight"
-#define WIRE_REASON_RULES_NO_MATCH   "rules_no_match"
-#define WIRE_REASON_CACHE_MISS	     "cache_miss"
-#define WIRE_REASON_LLM_DISALLOWED   "llm_disallowed"
-#define WIRE_REASON_FORCED_LEVEL     "forced_level"
-#define WIRE_REASON_AUTO_LEVEL	     "auto_level"
+#define WIRE_REASON_BREAKER_OPEN	"breaker_open"
+#define WIRE_REASON_BULKHEAD_FULL	"bulkhead_full"
+#define WIRE_REASON_CONCURRENCY_LIMITED "concurrency_limited"
+#define WIRE_REASON_RATE_LIMITED_LOCAL	"rate_limited_local"
+#define WIRE_REASON_BUDGET_EXHAUSTED	"budget_exhausted"
+#define WIRE_REASON_NO_TARGET		"no_target"
+#define WIRE_REASON_NO_WEIGHT		"no_weight"
+#define WIRE_REASON_RULES_NO_MATCH	"rules_no_match"
+#define WIRE_REASON_CACHE_MISS		"cache_miss"
+#define WIRE_REASON_LLM_DISALLOWED	"llm_disallowed"
+#define WIRE_REASON_FORCED_LEVEL	"forced_level"
+#define WIRE_REASON_AUTO_LEVEL		"auto_level"

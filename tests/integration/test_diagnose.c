@@ -23,7 +23,8 @@
 	"{\"name\":\"" name "\",\"url\":\"@MOCK@/b/" name "/v1/chat/completions\","                \
 	"\"model\":\"m\",\"max_concurrent\":500,"                                                  \
 	"\"timeouts\":{\"connect_ms\":1000,\"first_byte_ms\":800,\"total_ms\":2000},"              \
-	"\"breaker\":{\"failure_threshold\":100000}}"
+	"\"breaker\":{\"failure_threshold\":100000},"                                              \
+	"\"rate_limits\":{\"honor_headers\":false}}" /* 429s reach the mock: what is diagnosed */
 #define OUTPUT                                                                                     \
 	"\"output\":{\"schema\":{\"type\":\"object\",\"required\":[\"intent\"],\"properties\":"    \
 	"{\"intent\":{\"type\":\"string\",\"enum\":[\"refund\",\"complaint\",\"consult\","         \

@@ -73,7 +73,11 @@ config(const char *url, int connect_ms, int first_byte_ms, int total_ms, long lo
 		     HEAD "\"backends\":[{\"name\":\"primary\",\"url\":\"%s\",\"model\":\"m\","
 			  "\"timeouts\":{\"connect_ms\":%d,\"first_byte_ms\":%d,\"total_ms\":%d},"
 			  "\"max_concurrent\":500,\"max_response_bytes\":%lld,"
-			  "\"breaker\":{\"failure_threshold\":100000}}],"
+			  "\"breaker\":{\"failure_threshold\":100000},"
+			  /* the matrix tests the attempts and their retries: a 429's
+			   * retry-after must not also keep later calls away locally
+			   * (that is test_tail's) */
+			  "\"rate_limits\":{\"honor_headers\":false}}],"
 			  "\"routes\":[{\"name\":\"intent\",\"budget_ms\":%d,"
 			  "\"targets\":[{\"backend\":\"primary\"}],"
 			  "\"retry\":{\"max_retries\":1,\"backoff\":\"none\"}," OUTPUT "," RULES
