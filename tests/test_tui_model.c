@@ -1,7 +1,8 @@
 /*
  * test_tui_model: the console's model (tui/model.c) — parsing the control
  * API's answers (state, slo, alerts, reviews, events; missing and null
- * fields), review ordering, the sparkline history, the event ring, canary
+ * fields; issue 23's concurrency, rate limits and hedging), review
+ * ordering, the sparkline history, the per-minute hedge rates, the event ring, canary
  * weight steps, filters — and the pure parts of tui/client.c (error bodies,
  * token files).
  */
@@ -91,6 +92,168 @@ START_TEST(test_parse_state)
 	cause = NULL;
 	ck_assert_int_eq(model_parse_state("not json", 8, &s, &cause), MODEL_E_PARSE);
 	free(cause);
+}
+END_TEST
+
+/*
+ * Issue 23: the adaptive concurrency limit, the rate limits and the
+ * route's hedging, as GET /v1/state reports them (daemon/api_control.c).
+ */
+static const char tail_json[] =
+	"{\"version\":\"0.1.0\",\"uptime_s\":5,\"inflight\":1,\"routes\":["
+	"{\"name\":\"intent\",\"level\":0,\"auto_level\":0,\"forced_level\":null,"
+	"\"budget_ms\":3000,\"targets\":[{\"backend\":\"primary-v2\",\"weight\":95,"
+	"\"canary\":false},{\"backend\":\"canary-v3\",\"weight\":5,\"canary\":true}],"
+	"\"hedge\":{\"delay_ms\":812,\"max_hedges\":2,\"targets\":\"other\",\"won\":%d,"
+	"\"lost\":%d,\"failed\":1,\"denied\":4}},"
+	"{\"name\":\"ticket\",\"level\":0,\"auto_level\":0,\"forced_level\":null,"
+	"\"budget_ms\":2000,\"targets\":[{\"backend\":\"flaky-v1\",\"weight\":100}],"
+	"\"hedge\":null},"
+	"{\"name\":\"p95\",\"level\":0,\"targets\":[],"
+	"\"hedge\":{\"delay_ms\":null,\"max_hedges\":1,\"targets\":\"same\",\"won\":0,"
+	"\"lost\":0,\"failed\":0,\"denied\":0}}],"
+	"\"backends\":[{\"name\":\"primary-v2\",\"breaker\":{\"state\":\"closed\"},"
+	"\"inflight\":3,\"max_concurrent\":12,"
+	"\"concurrency\":{\"adaptive\":true,\"limit\":12,\"max\":60,\"inflight\":3,"
+	"\"waiting\":2,\"baseline_ms\":95.5,\"latency_ms\":120},"
+	"\"rate_limits\":{\"remaining_requests\":5,\"remaining_tokens\":null,\"skipped\":7}},"
+	"{\"name\":\"canary-v3\",\"breaker\":{\"state\":\"closed\"},"
+	"\"inflight\":0,\"max_concurrent\":60,"
+	"\"concurrency\":{\"adaptive\":false,\"limit\":60,\"max\":60,\"inflight\":0,"
+	"\"waiting\":0,\"baseline_ms\":null,\"latency_ms\":null},"
+	"\"rate_limits\":{\"remaining_requests\":null,\"remaining_tokens\":149985,"
+	"\"skipped\":0}},"
+	"{\"name\":\"flaky-v1\",\"breaker\":{\"state\":\"closed\"},"
+	"\"inflight\":0,\"max_concurrent\":60}]}";
+
+/* The snapshot with intent's won / lost counters set. */
+static struct state_v *
+tail_state(int won, int lost)
+{
+	char json[sizeof tail_json + 32];
+	struct state_v *s = NULL;
+	char *cause = NULL;
+
+	snprintf(json, sizeof json, tail_json, won, lost);
+	ck_assert_int_eq(model_parse_state(json, strlen(json), &s, &cause), 0);
+	ck_assert_ptr_null(cause);
+	return s;
+}
+
+START_TEST(test_parse_tail)
+{
+	struct state_v *s = tail_state(3, 2);
+	const struct route_v *r;
+	const struct backend_v *b;
+
+	r = state_route(s, "intent");
+	ck_assert_int_eq(r->hedge.on, 1);
+	ck_assert_int_eq(r->hedge.delay_ms, 812);
+	ck_assert_int_eq(r->hedge.max_hedges, 2);
+	ck_assert_str_eq(r->hedge.targets, "other");
+	ck_assert_int_eq(r->hedge.n[HV_WON], 3);
+	ck_assert_int_eq(r->hedge.n[HV_LOST], 2);
+	ck_assert_int_eq(r->hedge.n[HV_FAILED], 1);
+	ck_assert_int_eq(r->hedge.n[HV_DENIED], 4);
+	/* rates are the console's: unknown until rates_update() */
+	ck_assert(isnan(r->hedge.per_min[HV_WON]));
+	r = state_route(s, "ticket"); /* hedge null: off */
+	ck_assert_int_eq(r->hedge.on, 0);
+	ck_assert_int_eq(r->hedge.delay_ms, -1);
+	ck_assert_int_eq(r->hedge.n[HV_WON], -1);
+	r = state_route(s, "p95"); /* hedging, delay not known */
+	ck_assert_int_eq(r->hedge.on, 1);
+	ck_assert_int_eq(r->hedge.delay_ms, -1);
+	ck_assert_str_eq(r->hedge.targets, "same");
+
+	b = state_backend(s, "primary-v2");
+	ck_assert_int_eq(b->adaptive, 1);
+	ck_assert_int_eq(b->limit, 12);
+	ck_assert_int_eq(b->limit_max, 60);
+	ck_assert_int_eq(b->conc_inflight, 3);
+	ck_assert_int_eq(b->waiting, 2);
+	ck_assert_double_eq_tol(b->baseline_ms, 95.5, 1e-9);
+	ck_assert_double_eq_tol(b->latency_ms, 120, 1e-9);
+	ck_assert_int_eq(b->rl_requests, 5);
+	ck_assert_int_eq(b->rl_tokens, -1);
+	ck_assert_int_eq(b->rl_skipped, 7);
+	ck_assert_int_eq(b->hedged, 1);
+	b = state_backend(s, "canary-v3");
+	ck_assert_int_eq(b->adaptive, 0);
+	ck_assert_int_eq(b->limit, 60);
+	ck_assert(isnan(b->baseline_ms));
+	ck_assert(isnan(b->latency_ms));
+	ck_assert_int_eq(b->rl_requests, -1);
+	ck_assert_int_eq(b->rl_tokens, 149985);
+	ck_assert_int_eq(b->rl_skipped, 0);
+	ck_assert_int_eq(b->hedged, 1); /* a target of intent, which hedges */
+	/* an older daemon: no concurrency / rate_limits objects */
+	b = state_backend(s, "flaky-v1");
+	ck_assert_int_eq(b->adaptive, 0);
+	ck_assert_int_eq(b->limit, -1);
+	ck_assert_int_eq(b->limit_max, -1);
+	ck_assert_int_eq(b->waiting, -1);
+	ck_assert(isnan(b->baseline_ms));
+	ck_assert_int_eq(b->rl_requests, -1);
+	ck_assert_int_eq(b->rl_skipped, -1);
+	ck_assert_int_eq(b->hedged, 0); /* ticket does not hedge */
+	ck_assert(isnan(b->hedges_per_min));
+	state_free(s);
+}
+END_TEST
+
+/* rates_update on snapshot s at t ms; the route's won / lost per minute. */
+static struct state_v *
+rates_at(struct rate_track *t, int64_t at, int won, int lost)
+{
+	struct state_v *s = tail_state(won, lost);
+
+	rates_update(t, s, at);
+	return s;
+}
+
+START_TEST(test_hedge_rates)
+{
+	struct rate_track t = {0};
+	struct state_v *s;
+	const struct route_v *r;
+
+	/* the first snapshot: nothing to compare with */
+	s = rates_at(&t, 100000, 0, 0);
+	r = state_route(s, "intent");
+	ck_assert(isnan(r->hedge.per_min[HV_WON]));
+	ck_assert(isnan(state_backend(s, "primary-v2")->hedges_per_min));
+	ck_assert(isnan(state_backend(s, "flaky-v1")->hedges_per_min));
+	state_free(s);
+	/* 30 s later: 3 won, 1 lost -> 6 and 2 a minute; failed stayed at 1 */
+	s = rates_at(&t, 130000, 3, 1);
+	r = state_route(s, "intent");
+	ck_assert_double_eq_tol(r->hedge.per_min[HV_WON], 6.0, 1e-9);
+	ck_assert_double_eq_tol(r->hedge.per_min[HV_LOST], 2.0, 1e-9);
+	ck_assert_double_eq_tol(r->hedge.per_min[HV_FAILED], 0.0, 1e-9);
+	ck_assert_double_eq_tol(r->hedge.per_min[HV_DENIED], 0.0, 1e-9);
+	/* the backends of intent: hedges started (won + lost + failed) */
+	ck_assert_double_eq_tol(state_backend(s, "primary-v2")->hedges_per_min, 8.0, 1e-9);
+	ck_assert_double_eq_tol(state_backend(s, "canary-v3")->hedges_per_min, 8.0, 1e-9);
+	ck_assert(isnan(state_backend(s, "flaky-v1")->hedges_per_min));
+	/* a route that does not hedge has no rate */
+	ck_assert(isnan(state_route(s, "ticket")->hedge.per_min[HV_WON]));
+	state_free(s);
+	/* 60 s after that, no more hedges: the window is the last minute -> 0 */
+	s = rates_at(&t, 190000, 3, 1);
+	ck_assert_double_eq_tol(state_route(s, "intent")->hedge.per_min[HV_WON], 0.0, 1e-9);
+	state_free(s);
+	/* the daemon restarted (the counters went back): unknown again, then from there */
+	s = rates_at(&t, 191000, 0, 0);
+	ck_assert(isnan(state_route(s, "intent")->hedge.per_min[HV_WON]));
+	state_free(s);
+	/* one second later one won: over at least RATE_MIN_SPAN_MS, no spike to 60 */
+	s = rates_at(&t, 192000, 1, 0);
+	ck_assert_double_eq_tol(state_route(s, "intent")->hedge.per_min[HV_WON],
+				60000.0 / RATE_MIN_SPAN_MS, 1e-9);
+	state_free(s);
+	rate_track_free(&t);
+	ck_assert_int_eq(t.n, 0);
 }
 END_TEST
 
@@ -373,7 +536,8 @@ tui_model_suite(void)
 		{"parse_slo_alerts", test_parse_slo_alerts}, {"parse_reviews", test_parse_reviews},
 		{"events_ring", test_events_ring},	     {"history", test_history},
 		{"weights_step", test_weights_step},	     {"filter", test_filter},
-		{"client_pure", test_client_pure},
+		{"client_pure", test_client_pure},	     {"parse_tail", test_parse_tail},
+		{"hedge_rates", test_hedge_rates},
 	};
 	Suite *s = suite_create("tui_model");
 	TCase *tc;

@@ -58,19 +58,55 @@ forced_text(const struct route_v *r, char *out, size_t outsz)
 		 r->forced_until > 0 ? until : "released", r->forced_reason);
 }
 
+/* A route's hedging: "800ms" (the delay now), "on" (delay not known), "off". */
+static void
+hedge_text(const struct hedge_v *h, char *out, size_t outsz)
+{
+	if (!h->on)
+		snprintf(out, outsz, "off");
+	else if (h->delay_ms < 0)
+		snprintf(out, outsz, "on");
+	else
+		snprintf(out, outsz, "%dms", h->delay_ms);
+}
+
+/* Cumulative hedge results "won/lost/failed/denied" ("-" when not hedging). */
+static void
+hedge_counts(const struct hedge_v *h, char *out, size_t outsz)
+{
+	if (!h->on)
+		snprintf(out, outsz, "-");
+	else
+		snprintf(out, outsz, "%lld/%lld/%lld/%lld", (long long)h->n[HV_WON],
+			 (long long)h->n[HV_LOST], (long long)h->n[HV_FAILED],
+			 (long long)h->n[HV_DENIED]);
+}
+
+/* A count, "-" when unknown (-1). */
+static void
+count_or_dash(int64_t v, char *out, size_t outsz)
+{
+	if (v < 0)
+		snprintf(out, outsz, "-");
+	else
+		snprintf(out, outsz, "%lld", (long long)v);
+}
+
 int
 cli_verb_routes(struct client *c, int json, int argc, char **argv, const struct state_v *s)
 {
-	static const char *const titles[] = {"ROUTE", "LEVEL",	"AUTO",	   "RPS",   "P50",
-					     "P99",   "REVIEW", "TARGETS", "FORCED"};
+	static const char *const titles[] = {"ROUTE",	"LEVEL", "AUTO",
+					     "RPS",	"P50",	 "P99",
+					     "REVIEW",	"HEDGE", "WON/LOST/FAILED/DENIED",
+					     "TARGETS", "FORCED"};
 	struct table *t;
-	char lvl[8], al[8], rps[16], p50[16], p99[16], rev[16], tg[512], fo[512];
+	char lvl[8], al[8], rps[16], p50[16], p99[16], rev[16], tg[512], fo[512], hd[16], hn[96];
 	int i;
 
-	t = table_new(9, titles, "   rrrr  ");
+	t = table_new(11, titles, "   rrrrrr  ");
 	for (i = 0; i < s->nroutes; i++) {
 		const struct route_v *r = &s->routes[i];
-		const char *cells[] = {r->name, lvl, al, rps, p50, p99, rev, tg, fo};
+		const char *cells[] = {r->name, lvl, al, rps, p50, p99, rev, hd, hn, tg, fo};
 
 		snprintf(lvl, sizeof lvl, "L%d", r->level);
 		snprintf(al, sizeof al, "L%d", r->auto_level);
@@ -81,6 +117,8 @@ cli_verb_routes(struct client *c, int json, int argc, char **argv, const struct 
 			snprintf(rev, sizeof rev, "%d", r->review_pending);
 		else
 			snprintf(rev, sizeof rev, "-");
+		hedge_text(&r->hedge, hd, sizeof hd);
+		hedge_counts(&r->hedge, hn, sizeof hn);
 		cli_targets_text(r, tg, sizeof tg);
 		forced_text(r, fo, sizeof fo);
 		table_add(t, cells);
@@ -90,21 +128,53 @@ cli_verb_routes(struct client *c, int json, int argc, char **argv, const struct 
 	return CLI_OK;
 }
 
+/*
+ * The hedges started (won + lost + failed, since the daemon started) by
+ * the routes that target backend b; "off" when none of them hedges.
+ */
+static void
+backend_hedges(const struct state_v *s, const struct backend_v *b, char *out, size_t outsz)
+{
+	int64_t n = 0;
+	int i, j, any = 0;
+
+	for (i = 0; i < s->nroutes; i++) {
+		const struct route_v *r = &s->routes[i];
+		int uses = 0;
+
+		for (j = 0; j < r->ntargets; j++)
+			uses |= strcmp(r->targets[j].backend, b->name) == 0;
+		if (!uses || !r->hedge.on)
+			continue;
+		any = 1;
+		for (j = HV_WON; j <= HV_FAILED; j++)
+			n += MAX(r->hedge.n[j], 0);
+	}
+	if (any)
+		snprintf(out, outsz, "%lld", (long long)n);
+	else
+		snprintf(out, outsz, "off");
+}
+
 int
 cli_verb_breakers(struct client *c, int json, int argc, char **argv, const struct state_v *s)
 {
-	static const char *const titles[] = {"BACKEND",	 "STATE",  "FAIL%",
-					     "SLOW%",	 "CALLS",  "HALF-OPEN",
-					     "INFLIGHT", "HEALTH", "LAST TRANSITION"};
+	static const char *const titles[] = {"BACKEND", "STATE",     "FAIL%",	 "SLOW%",
+					     "CALLS",	"HALF-OPEN", "INFLIGHT", "HEALTH",
+					     "LIMIT",	"WAIT",	     "LATENCY",	 "HEDGES",
+					     "RL-REQ",	"RL-TOK",    "SKIPPED",	 "LAST TRANSITION"};
 	struct table *t;
 	char fail[16], slow[16], calls[16], ho[32], inf[32], health[16], last[512];
+	char lim[32], wait[16], lat[48], hedges[24], rq[24], tk[24], sk[24];
 	int i;
 	int64_t now = clock_wall_ms();
 
-	t = table_new(9, titles, "  rrrrrr ");
+	t = table_new(16, titles, "  rrrrrrrrrrrrr ");
 	for (i = 0; i < s->nbackends; i++) {
 		const struct backend_v *b = &s->backends[i];
-		const char *cells[] = {b->name, b->state, fail, slow, calls, ho, inf, health, last};
+		const char *cells[] = {b->name, b->state, fail, slow,	calls, ho, inf, health,
+				       lim,	wait,	  lat,	hedges, rq,    tk, sk,	last};
+		int limit = b->limit >= 0 ? b->limit : b->max_concurrent;
 
 		fmt_pct(fail, sizeof fail, b->failure_rate, 1);
 		fmt_pct(slow, sizeof slow, b->slow_call_rate, 1);
@@ -113,7 +183,26 @@ cli_verb_breakers(struct client *c, int json, int argc, char **argv, const struc
 			fmt_duration(ho, sizeof ho, MAX(b->half_open_at - now, 0), 0);
 		else
 			snprintf(ho, sizeof ho, "-");
-		snprintf(inf, sizeof inf, "%d/%d", b->inflight, b->max_concurrent);
+		snprintf(inf, sizeof inf, "%d/%s%d", b->inflight, b->adaptive ? "~" : "", limit);
+		if (b->limit < 0)
+			snprintf(lim, sizeof lim, "-");
+		else if (b->adaptive)
+			snprintf(lim, sizeof lim, "~%d/%d", b->limit, b->limit_max);
+		else
+			snprintf(lim, sizeof lim, "%d", b->limit);
+		count_or_dash(b->waiting, wait, sizeof wait);
+		if (isnan(b->baseline_ms)) {
+			snprintf(lat, sizeof lat, "-");
+		} else {
+			char l[16];
+
+			fmt_latency(l, sizeof l, b->latency_ms);
+			snprintf(lat, sizeof lat, "%.0f->%s", b->baseline_ms, l);
+		}
+		backend_hedges(s, b, hedges, sizeof hedges);
+		count_or_dash(b->rl_requests, rq, sizeof rq);
+		count_or_dash(b->rl_tokens, tk, sizeof tk);
+		count_or_dash(b->rl_skipped, sk, sizeof sk);
 		if (isnan(b->health))
 			snprintf(health, sizeof health, "-");
 		else

@@ -225,6 +225,7 @@ merge(struct console *c, struct fetch_result *r)
 		state_free(c->state);
 		c->state = r->state;
 		r->state = NULL;
+		rates_update(&c->rates, c->state, r->done_ms);
 		push_history(c);
 		break;
 	case FETCH_SLO:
@@ -707,6 +708,7 @@ out:
 	reviews_free(c.reviews);
 	event_ring_free(&c.events);
 	history_free(&c.hist);
+	rate_track_free(&c.rates);
 	slo_hist_free(c.hist_d);
 	audit_list_free(&c.audit);
 	return rc;

@@ -57,6 +57,7 @@ struct console {
 	struct reviews_v *reviews;
 	struct event_ring events; /* polled on every screen: causes read it */
 	struct history hist;
+	struct rate_track rates;   /* per-minute rates of the state's counters (hedges) */
 	struct slo_hist_v *hist_d; /* the daemon's per-minute history (NULL: none yet) */
 	struct audit_list audit;
 	struct endpoint_status ep[FETCH__COUNT];

@@ -25,6 +25,7 @@
 #include "wire.h"
 
 const char *const model_slo_windows[SLO_NWIN] = {"5m", "30m", "1h", "6h", "1d", "3d", "30d"};
+const char *const model_hedge_results[HV__COUNT] = {"won", "lost", "failed", "denied"};
 
 enum breaker_st
 breaker_st_parse(const char *name)
@@ -45,6 +46,27 @@ breaker_st_parse(const char *name)
 		if (strcmp(names[i].name, name) == 0)
 			return names[i].st;
 	return BS_UNKNOWN;
+}
+
+/* A route's "hedge": null or absent is off. */
+static void
+hedge_from_json(const cJSON *h, struct hedge_v *v)
+{
+	int k;
+
+	for (k = 0; k < HV__COUNT; k++) {
+		v->n[k] = -1;
+		v->per_min[k] = NAN;
+	}
+	v->delay_ms = -1;
+	if (!cJSON_IsObject(h))
+		return;
+	v->on = 1;
+	v->delay_ms = model_json_int(h, "delay_ms");
+	v->max_hedges = model_json_int(h, "max_hedges");
+	model_json_str(h, "targets", v->targets, sizeof v->targets);
+	for (k = 0; k < HV__COUNT; k++)
+		v->n[k] = model_json_i64(h, model_hedge_results[k], -1);
 }
 
 static void
@@ -81,12 +103,13 @@ route_from_json(const cJSON *ro, struct route_v *r)
 	r->p50_ms = model_json_num(ro, "p50_ms_1m");
 	r->p99_ms = model_json_num(ro, "p99_ms_1m");
 	r->review_pending = model_json_int(ro, "review_pending");
+	hedge_from_json(model_json_get(ro, "hedge"), &r->hedge);
 }
 
 static void
 backend_from_json(const cJSON *bo, struct backend_v *b)
 {
-	const cJSON *br, *lt;
+	const cJSON *br, *lt, *cc, *rl;
 
 	memset(b, 0, sizeof *b);
 	model_json_str(bo, "name", b->name, sizeof b->name);
@@ -113,6 +136,19 @@ backend_from_json(const cJSON *bo, struct backend_v *b)
 	b->max_concurrent = model_json_int(bo, "max_concurrent");
 	b->health = model_json_num(bo, "health");
 	b->p90_ms = model_json_num(bo, "p90_ms_5m");
+	cc = model_json_get(bo, "concurrency");
+	b->adaptive = cJSON_IsTrue(model_json_get(cc, "adaptive"));
+	b->limit = model_json_int(cc, "limit");
+	b->limit_max = model_json_int(cc, "max");
+	b->conc_inflight = model_json_int(cc, "inflight");
+	b->waiting = model_json_int(cc, "waiting");
+	b->baseline_ms = model_json_num(cc, "baseline_ms");
+	b->latency_ms = model_json_num(cc, "latency_ms");
+	rl = model_json_get(bo, "rate_limits");
+	b->rl_requests = model_json_i64(rl, "remaining_requests", -1);
+	b->rl_tokens = model_json_i64(rl, "remaining_tokens", -1);
+	b->rl_skipped = model_json_i64(rl, "skipped", -1);
+	b->hedges_per_min = NAN;
 }
 
 int
@@ -128,6 +164,29 @@ model_parse_route(const char *json, size_t len, struct route_v *out, char **caus
 out:
 	cJSON_Delete(root);
 	return rc;
+}
+
+/* Whether route r sends traffic to backend (one of its targets). */
+static int
+route_targets(const struct route_v *r, const char *backend)
+{
+	int j;
+
+	for (j = 0; j < r->ntargets; j++)
+		if (strcmp(r->targets[j].backend, backend) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+count_hedged(struct state_v *s)
+{
+	int i, j;
+
+	for (i = 0; i < s->nbackends; i++)
+		for (j = 0; j < s->nroutes; j++)
+			s->backends[i].hedged += s->routes[j].hedge.on &&
+						 route_targets(&s->routes[j], s->backends[i].name);
 }
 
 int
@@ -155,6 +214,7 @@ model_parse_state(const char *json, size_t len, struct state_v **out, char **cau
 	cJSON_ArrayForEach(it, routes) route_from_json(it, &s->routes[s->nroutes++]);
 	s->backends = xcalloc((size_t)cJSON_GetArraySize(backends) + 1, sizeof *s->backends);
 	cJSON_ArrayForEach(it, backends) backend_from_json(it, &s->backends[s->nbackends++]);
+	count_hedged(s);
 	*out = s;
 	s = NULL;
 out:
@@ -543,6 +603,116 @@ history_free(struct history *h)
 	free(h->s);
 	h->s = NULL;
 	h->n = h->cap = 0;
+}
+
+static struct rate_series *
+rate_series_get(struct rate_track *t, const char *name)
+{
+	struct rate_series *rs;
+	int i;
+
+	for (i = 0; i < t->n; i++)
+		if (strcmp(t->s[i].name, name) == 0)
+			return &t->s[i];
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 8;
+		t->s = xrealloc(t->s, (size_t)t->cap * sizeof *t->s);
+	}
+	rs = &t->s[t->n++];
+	memset(rs, 0, sizeof *rs);
+	model_json_copy(rs->name, sizeof rs->name, name);
+	return rs;
+}
+
+/* Record counts v at now_ms; a counter that went back (or time) restarts the series. */
+static void
+rate_series_push(struct rate_series *rs, int64_t now_ms, const int64_t *v)
+{
+	int last = (rs->head - 1 + RATE_SAMPLES) % RATE_SAMPLES, k;
+
+	for (k = 0; rs->n > 0 && k < HV__COUNT; k++)
+		if (v[k] >= 0 && rs->v[last][k] >= 0 && v[k] < rs->v[last][k])
+			rs->n = 0;
+	if (rs->n > 0 && now_ms < rs->at[last])
+		rs->n = 0;
+	rs->at[rs->head] = now_ms;
+	memcpy(rs->v[rs->head], v, sizeof rs->v[0]);
+	rs->head = (rs->head + 1) % RATE_SAMPLES;
+	if (rs->n < RATE_SAMPLES)
+		rs->n++;
+}
+
+/* Per-minute rates of the newest sample against the oldest of the last window. */
+static void
+rate_series_rates(const struct rate_series *rs, double *out)
+{
+	int newest = (rs->head - 1 + RATE_SAMPLES) % RATE_SAMPLES, old = -1, j, k;
+	int64_t now = rs->at[newest], span;
+
+	for (k = 0; k < HV__COUNT; k++)
+		out[k] = NAN;
+	/* The oldest sample in the window, else the newest before it. */
+	for (j = 0; j < rs->n - 1; j++) {
+		int i = (rs->head - rs->n + j + RATE_SAMPLES) % RATE_SAMPLES;
+
+		if (now - rs->at[i] <= RATE_WINDOW_MS || j == rs->n - 2) {
+			old = i;
+			break;
+		}
+	}
+	if (old < 0)
+		return;
+	span = MAX(now - rs->at[old], RATE_MIN_SPAN_MS);
+	for (k = 0; k < HV__COUNT; k++)
+		if (rs->v[newest][k] >= 0 && rs->v[old][k] >= 0)
+			out[k] =
+				(double)(rs->v[newest][k] - rs->v[old][k]) * 60000.0 / (double)span;
+}
+
+void
+rates_update(struct rate_track *t, struct state_v *s, int64_t now_ms)
+{
+	int i, j;
+
+	for (i = 0; i < t->n; i++)
+		t->s[i].seen = 0;
+	for (i = 0; i < s->nroutes; i++) {
+		struct route_v *r = &s->routes[i];
+		struct rate_series *rs;
+
+		if (!r->hedge.on)
+			continue;
+		rs = rate_series_get(t, r->name);
+		rs->seen = 1;
+		rate_series_push(rs, now_ms, r->hedge.n);
+		rate_series_rates(rs, r->hedge.per_min);
+	}
+	/* Routes gone (or no longer hedging): their series go. */
+	for (i = 0; i < t->n;)
+		if (!t->s[i].seen)
+			t->s[i] = t->s[--t->n];
+		else
+			i++;
+	for (i = 0; i < s->nbackends; i++) {
+		struct backend_v *b = &s->backends[i];
+		double sum = 0;
+
+		for (j = 0; j < s->nroutes; j++) {
+			const struct hedge_v *h = &s->routes[j].hedge;
+
+			if (h->on && route_targets(&s->routes[j], b->name))
+				sum += h->per_min[HV_WON] + h->per_min[HV_LOST] +
+				       h->per_min[HV_FAILED];
+		}
+		b->hedges_per_min = b->hedged ? sum : NAN;
+	}
+}
+
+void
+rate_track_free(struct rate_track *t)
+{
+	free(t->s);
+	memset(t, 0, sizeof *t);
 }
 
 void

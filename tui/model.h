@@ -37,6 +37,24 @@ struct target_v {
 	int canary;
 };
 
+/*
+ * A route's hedging ("hedge" of the route object): null or absent is off.
+ * The counters are cumulative since the daemon started (-1: absent); the
+ * per-minute rates are not in the answer: rates_update() fills them from
+ * successive snapshots (NAN until two are known).
+ */
+enum { HV_WON, HV_LOST, HV_FAILED, HV_DENIED, HV__COUNT };
+extern const char *const model_hedge_results[HV__COUNT]; /* "won", "lost", ... */
+
+struct hedge_v {
+	int on;
+	int delay_ms; /* -1: not known (null) */
+	int max_hedges;
+	char targets[8]; /* "same" | "other" */
+	int64_t n[HV__COUNT];
+	double per_min[HV__COUNT];
+};
+
 struct route_v {
 	char name[MODEL_NAME_MAX];
 	int level;
@@ -53,6 +71,7 @@ struct route_v {
 	double p50_ms;	    /* p50_ms_1m */
 	double p99_ms;	    /* p99_ms_1m */
 	int review_pending; /* -1: not reported */
+	struct hedge_v hedge;
 };
 
 struct backend_v {
@@ -76,6 +95,21 @@ struct backend_v {
 	int max_concurrent;
 	double health;
 	double p90_ms;
+	/* "concurrency" (-1 / NAN when absent: an older daemon) */
+	int adaptive;	    /* the limit moves (adaptive_concurrency) */
+	int limit;	    /* the cap in force now */
+	int limit_max;	    /* its ceiling: max_concurrent */
+	int conc_inflight;  /* attempts in flight */
+	int waiting;	    /* calls queued for a slot */
+	double baseline_ms; /* the limiter's latency baseline (NAN: none yet) */
+	double latency_ms;  /* its latest window's latency */
+	/* "rate_limits": what the router knows is left (-1: unknown) */
+	int64_t rl_requests;
+	int64_t rl_tokens;
+	int64_t rl_skipped; /* times it was passed over, its known limit spent */
+	int hedged;	    /* routes that target it and hedge (set by the parser) */
+	/* Hedges started per minute by those routes (rates_update; NAN: unknown). */
+	double hedges_per_min;
 };
 
 struct state_v {
@@ -252,6 +286,39 @@ void event_ring_init(struct event_ring *r, int cap);
 void event_ring_push(struct event_ring *r, struct events_v *e);
 const struct event_v *event_ring_get(const struct event_ring *r, int i);
 void event_ring_free(struct event_ring *r);
+
+/*
+ * Per-minute rates of cumulative counters (the hedge results of each
+ * route), from the snapshots the console polls. rates_update() records the
+ * counts of s at now_ms (monotonic) and fills s's per_min fields: the
+ * increase since the oldest sample of the last minute, scaled to a minute
+ * over at least RATE_MIN_SPAN_MS (so the first seconds do not spike), NAN
+ * when there is no earlier sample; a counter that went back (the daemon
+ * restarted) starts its series again. It also sets each backend's
+ * hedges_per_min: the hedges started (won + lost + failed) per minute of
+ * the routes that have it as a target, NAN when none of them hedges.
+ */
+#define RATE_SAMPLES	 128
+#define RATE_WINDOW_MS	 60000
+#define RATE_MIN_SPAN_MS 10000
+
+struct rate_series {
+	char name[MODEL_NAME_MAX];
+	int64_t at[RATE_SAMPLES];
+	int64_t v[RATE_SAMPLES][HV__COUNT];
+	int head; /* next slot to write */
+	int n;
+	int seen; /* in the last update */
+};
+
+struct rate_track {
+	struct rate_series *s;
+	int n;
+	int cap;
+};
+
+void rates_update(struct rate_track *t, struct state_v *s, int64_t now_ms);
+void rate_track_free(struct rate_track *t);
 
 /*
  * Step the weight of target idx among n weights (cur) up (dir > 0) or

@@ -4,10 +4,18 @@
  * and slow-call rates and calls in the window (for an open breaker: the
  * window as it was when it opened, read from the opening cause, since the
  * daemon resets it on the transition), when the next probe goes out,
- * in-flight against the bulkhead limit, health, p90; below, the selected
- * backend's opening cause (kept until it closes, see model_cause.c), its
- * last transition and its attempts' outcomes over the last 5 minutes
- * (GET /v1/slo/history). o / c / r force the breaker open, force it
+ * in-flight against the concurrency limit in force ("~" when the limit is
+ * adaptive), health, p90; on wider terminals the limit against its
+ * ceiling, calls waiting for a slot, the limiter's latency baseline and
+ * latest latency, the hedges per minute of the routes that target the
+ * backend (a rate the console computes from the cumulative counters of
+ * successive snapshots, see rates_update()), and what the router knows of
+ * its rate limits (requests / tokens left, times it was passed over for
+ * them). Below, the selected backend's opening cause (kept until it
+ * closes, see model_cause.c), its last transition, its attempts' outcomes
+ * over the last 5 minutes (GET /v1/slo/history), then its concurrency and
+ * rate limits / hedges in words (so 80 columns show them too). o / c / r
+ * force the breaker open, force it
  * closed, or give it back to automatic control, each after a confirmation
  * (PUT /v1/backends/{b}/breaker).
  */
@@ -36,20 +44,74 @@ static const char *const breakers_help[] = {
 	"  closed (green)  half-open (yellow)  open / forced (red)",
 	"  PROBE    when an open breaker lets the next probe call through",
 	"  FAIL% CALLS  of an OPEN breaker: the window as it was when it opened",
-	"  below    opening cause (kept until closed), last transition, outcomes 5m",
+	"  INFLT    in flight / limit in force (~ adaptive)  LIMIT limit / ceiling",
+	"  WAIT     calls queued for a slot  LATENCY limiter's baseline -> latest",
+	"  HEDGE/m  hedges started per minute by the routes that target it",
+	"  RL-REQ RL-TOK SKIP  rate limit left (- unknown), times passed over",
+	"  below    cause, last transition, outcomes 5m, limits, rate limits, hedges",
 	"o          force the selected breaker open (confirm)",
 	"c          force it closed (confirm)",
 	"r          reset to automatic control (confirm)",
 	NULL,
 };
 
+/* 80 columns show the first nine; the later ones go first as it narrows. */
 static const struct colspec br_cols[] = {
-	{"BACKEND", 14, FMT_PAD, 0, 0}, {"STATE", 13, FMT_PAD, 0, 0},
-	{"FAIL%", 6, FMT_RIGHT, 0, 0},	{"SLOW%", 6, FMT_RIGHT, 2, 0},
-	{"CALLS", 5, FMT_RIGHT, 0, 0},	{"PROBE", 8, FMT_RIGHT, 0, 0},
-	{"INFLT", 7, FMT_RIGHT, 3, 0},	{"HEALTH", 6, FMT_RIGHT, 1, 0},
-	{"P90", 7, FMT_RIGHT, 0, 0},
+	{"BACKEND", 13, FMT_PAD, 0, 0},	 {"STATE", 13, FMT_PAD, 0, 0},
+	{"FAIL%", 6, FMT_RIGHT, 0, 0},	 {"SLOW%", 6, FMT_RIGHT, 2, 0},
+	{"CALLS", 5, FMT_RIGHT, 0, 0},	 {"PROBE", 8, FMT_RIGHT, 0, 0},
+	{"INFLT", 7, FMT_RIGHT, 3, 0},	 {"HEALTH", 6, FMT_RIGHT, 1, 0},
+	{"P90", 6, FMT_RIGHT, 0, 0},	 {"LIMIT", 7, FMT_RIGHT, 5, 0},
+	{"WAIT", 4, FMT_RIGHT, 8, 0},	 {"LATENCY", 12, FMT_RIGHT, 7, 0},
+	{"HEDGE/m", 7, FMT_RIGHT, 4, 0}, {"RL-REQ", 6, FMT_RIGHT, 6, 0},
+	{"RL-TOK", 6, FMT_RIGHT, 6, 0},	 {"SKIP", 5, FMT_RIGHT, 6, 0},
 };
+
+/* A count in at most 6 columns: 12345, 150k, 2300k, 12M; -1 is "-". */
+static void
+count_text(char *out, size_t outsz, int64_t v)
+{
+	if (v < 0)
+		snprintf(out, outsz, "-");
+	else if (v < 100000)
+		snprintf(out, outsz, "%lld", (long long)v);
+	else if (v < 10000000)
+		snprintf(out, outsz, "%lldk", (long long)(v / 1000));
+	else
+		snprintf(out, outsz, "%lldM", (long long)(v / 1000000));
+}
+
+/* The limit in force (the bulkhead's cap), from "concurrency" or the older field. */
+static int
+limit_of(const struct backend_v *b)
+{
+	return b->limit >= 0 ? b->limit : b->max_concurrent;
+}
+
+/* "95→120ms": the limiter's baseline and latest latency; "-" when it has none. */
+static void
+latency_text(char *out, size_t outsz, const struct backend_v *b)
+{
+	char now[16];
+
+	if (isnan(b->baseline_ms)) {
+		snprintf(out, outsz, "-");
+		return;
+	}
+	fmt_latency(now, sizeof now, b->latency_ms);
+	snprintf(out, outsz, "%.0f%s%s", b->baseline_ms, fmt_is_ascii() ? "->" : "\xe2\x86\x92",
+		 now);
+}
+
+/* Hedges per minute: "off" when no route that targets it hedges, "-" unknown yet. */
+static void
+hedges_text(char *out, size_t outsz, const struct backend_v *b)
+{
+	if (!b->hedged)
+		snprintf(out, outsz, "off");
+	else
+		fmt_rate(out, outsz, b->hedges_per_min);
+}
 
 static void
 build(struct console *c)
@@ -73,7 +135,7 @@ draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
 	struct row row;
 	char t[64], cause[MODEL_TEXT_MAX];
 	double fail = b->failure_rate;
-	int calls = b->calls_in_window, nfail, ncalls;
+	int calls = b->calls_in_window, nfail, ncalls, lim;
 	int64_t at;
 
 	/* Open: the daemon's window restarts empty; show it as it was at opening. */
@@ -104,9 +166,9 @@ draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
 		snprintf(t, sizeof t, "-");
 	}
 	row_cell(&row, C_NORMAL, t);
-	snprintf(t, sizeof t, "%d/%d", b->inflight, b->max_concurrent);
-	row_cell(&row, b->max_concurrent > 0 && b->inflight >= b->max_concurrent ? C_BAD : C_NORMAL,
-		 t);
+	lim = limit_of(b);
+	snprintf(t, sizeof t, "%d/%s%d", b->inflight, b->adaptive ? "~" : "", lim);
+	row_cell(&row, lim > 0 && b->inflight >= lim ? C_BAD : C_NORMAL, t);
 	if (isnan(b->health))
 		snprintf(t, sizeof t, "-");
 	else
@@ -114,6 +176,71 @@ draw_row(struct console *c, const struct backend_v *b, int y, int cols, int sel)
 	row_cell(&row, !isnan(b->health) && b->health < 0.5 ? C_WARN : C_NORMAL, t);
 	fmt_latency(t, sizeof t, b->p90_ms);
 	row_cell(&row, C_NORMAL, t);
+	if (b->limit < 0)
+		snprintf(t, sizeof t, "-");
+	else if (b->adaptive)
+		snprintf(t, sizeof t, "~%d/%d", b->limit, b->limit_max);
+	else
+		snprintf(t, sizeof t, "%d", b->limit);
+	row_cell(&row, C_NORMAL, t);
+	count_text(t, sizeof t, b->waiting);
+	row_cell(&row, b->waiting > 0 ? C_WARN : C_NORMAL, t);
+	latency_text(t, sizeof t, b);
+	row_cell(&row, C_NORMAL, t);
+	hedges_text(t, sizeof t, b);
+	row_cell(&row, b->hedges_per_min > 0 ? C_ACCENT : C_NORMAL, t);
+	count_text(t, sizeof t, b->rl_requests);
+	row_cell(&row, b->rl_requests == 0 ? C_BAD : C_NORMAL, t);
+	count_text(t, sizeof t, b->rl_tokens);
+	row_cell(&row, b->rl_tokens == 0 ? C_BAD : C_NORMAL, t);
+	count_text(t, sizeof t, b->rl_skipped);
+	row_cell(&row, b->rl_skipped > 0 ? C_WARN : C_NORMAL, t);
+}
+
+/* "limit ~12 adaptive of max 60  in flight 3  waiting 0  latency 95→120ms" */
+static void
+draw_limits(const struct backend_v *b, int y, int cols)
+{
+	char lat[64] = "", t[48];
+
+	if (b->limit < 0) {
+		ui_put(y, 1, cols - 1, C_DIM, "concurrency: not reported by this daemon", 0);
+		return;
+	}
+	if (b->adaptive && !isnan(b->baseline_ms)) {
+		latency_text(t, sizeof t, b);
+		snprintf(lat, sizeof lat, "  latency %s", t);
+	} else if (b->adaptive) {
+		snprintf(lat, sizeof lat, "  latency: no baseline yet");
+	}
+	if (b->adaptive)
+		ui_printf(y, 1, cols - 1, C_NORMAL, 0,
+			  "limit ~%d adaptive of max %d  in flight %d  waiting %d%s", b->limit,
+			  b->limit_max, b->conc_inflight, MAX(b->waiting, 0), lat);
+	else
+		ui_printf(y, 1, cols - 1, C_NORMAL, 0, "limit %d fixed  in flight %d  waiting %d",
+			  b->limit, b->conc_inflight, MAX(b->waiting, 0));
+}
+
+/* "rate limit left: requests 5, tokens -  skipped 2   hedges 1.5/min" */
+static void
+draw_rate_limits(const struct backend_v *b, int y, int cols)
+{
+	char rq[24], tk[24], sk[24], hd[48];
+
+	count_text(rq, sizeof rq, b->rl_requests);
+	count_text(tk, sizeof tk, b->rl_tokens);
+	count_text(sk, sizeof sk, b->rl_skipped);
+	if (!b->hedged)
+		snprintf(hd, sizeof hd, "hedging off");
+	else if (isnan(b->hedges_per_min))
+		snprintf(hd, sizeof hd, "hedges -/min (%d route%s)", b->hedged,
+			 b->hedged == 1 ? "" : "s");
+	else
+		snprintf(hd, sizeof hd, "hedges %.1f/min (%d route%s)", b->hedges_per_min,
+			 b->hedged, b->hedged == 1 ? "" : "s");
+	ui_printf(y, 1, cols - 1, b->rl_requests == 0 || b->rl_tokens == 0 ? C_WARN : C_NORMAL, 0,
+		  "rate limit left: requests %s, tokens %s  skipped %s   %s", rq, tk, sk, hd);
 }
 
 static void
@@ -158,13 +285,19 @@ draw_panel(struct console *c, const struct backend_v *b, int y, int rows, int co
 		else
 			ui_printf(line, 1, cols - 1, C_NORMAL, 0, "outcomes 5m: %s",
 				  oc[0] ? oc : "no attempts");
+		line++;
 	}
+	if (line < y + rows)
+		draw_limits(b, line++, cols);
+	if (line < y + rows)
+		draw_rate_limits(b, line, cols);
 }
 
 static void
 breakers_draw(struct console *c, int top, int rows, int cols)
 {
-	int y, i, list_rows, panel = rows >= 9 ? 4 : rows >= 7 ? 2 : 0, nopen = 0;
+	int y, i, list_rows, nopen = 0;
+	int panel = rows >= 12 ? 6 : rows >= 9 ? 4 : rows >= 7 ? 2 : 0;
 
 	build(c);
 	if (c->state == NULL) {

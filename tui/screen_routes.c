@@ -1,6 +1,10 @@
 /*
  * screen_routes: one row per route target — level (forced or auto),
- * backend, weight and share, canary flag, the backend's breaker. + / -
+ * backend, weight and share, canary flag, the backend's breaker; on wider
+ * terminals the route's hedge delay ("off" when it does not hedge) and its
+ * hedges won / lost per minute (rates the console computes from the
+ * cumulative counters of successive snapshots, see rates_update()); the
+ * panel below says the selected route's hedging in words at any width. + / -
  * step the selected target's weight through the canary ladder (1, 5, 10,
  * 20, 25, 50, 75, 100 %), the other targets of the route sharing the rest;
  * the edit stays pending (NEW column) until Enter applies it after a
@@ -48,14 +52,31 @@ static const char *const routes_help[] = {
 	"Esc        drop the pending weights",
 	"L          force the route's level: 0-3, reason, optional TTL (confirm)",
 	"A          release the route to automatic level control (confirm)",
+	"HEDGE      delay before a hedged attempt starts (off: no hedging)",
+	"WON/m LOST/m  hedges per minute that answered first / were cancelled",
 	NULL,
 };
 
 static const struct colspec rt_cols[] = {
-	{"ROUTE", 16, FMT_PAD, 0, 0},	{"LEVEL", 9, FMT_PAD, 0, 0}, {"TARGET", 16, FMT_PAD, 0, 0},
-	{"WEIGHT", 6, FMT_RIGHT, 0, 0}, {"NEW", 5, FMT_RIGHT, 0, 0}, {"SHARE", 6, FMT_RIGHT, 1, 0},
-	{"CANARY", 6, FMT_PAD, 2, 0},	{"BREAKER", 0, 0, 0, 0},
+	{"ROUTE", 16, FMT_PAD, 0, 0},  {"LEVEL", 9, FMT_PAD, 0, 0},
+	{"TARGET", 16, FMT_PAD, 0, 0}, {"WEIGHT", 6, FMT_RIGHT, 0, 0},
+	{"NEW", 5, FMT_RIGHT, 0, 0},   {"SHARE", 6, FMT_RIGHT, 1, 0},
+	{"CANARY", 6, FMT_PAD, 2, 0},  {"HEDGE", 6, FMT_RIGHT, 5, 0},
+	{"WON/m", 6, FMT_RIGHT, 6, 0}, {"LOST/m", 6, FMT_RIGHT, 6, 0},
+	{"BREAKER", 0, 0, 0, 0},
 };
+
+/* A route's hedge delay: "812ms", "on" (delay not known), "off". */
+static void
+hedge_delay_text(char *out, size_t outsz, const struct hedge_v *h)
+{
+	if (!h->on)
+		snprintf(out, outsz, "off");
+	else if (h->delay_ms < 0)
+		snprintf(out, outsz, "on");
+	else
+		fmt_latency(out, outsz, h->delay_ms);
+}
 
 static void
 build(struct console *c)
@@ -139,6 +160,18 @@ draw_row(struct console *c, int code, int y, int cols, int sel)
 		snprintf(t, sizeof t, "-");
 	row_cell(&row, C_NORMAL, t);
 	row_cell(&row, C_WARN, r->targets[ti].canary ? "canary" : "");
+	t[0] = '\0';
+	if (first)
+		hedge_delay_text(t, sizeof t, &r->hedge);
+	row_cell(&row, r->hedge.on ? C_NORMAL : C_DIM, t);
+	t[0] = '\0';
+	if (first && r->hedge.on)
+		fmt_rate(t, sizeof t, r->hedge.per_min[HV_WON]);
+	row_cell(&row, C_NORMAL, t);
+	t[0] = '\0';
+	if (first && r->hedge.on)
+		fmt_rate(t, sizeof t, r->hedge.per_min[HV_LOST]);
+	row_cell(&row, C_NORMAL, t);
 	b = state_backend(c->state, r->targets[ti].backend);
 	if (b != NULL)
 		row_cell(&row, breaker_colour(b->st), breaker_words(b->st, b->state));
@@ -146,8 +179,32 @@ draw_row(struct console *c, int code, int y, int cols, int sel)
 		row_cell(&row, C_DIM, "?");
 }
 
+/*
+ * "hedge 800ms (max 1, same backend)  won 0.5 lost 1.0 failed 0.0 denied
+ * 0.0/min" (per minute) or "hedge off".
+ */
 static void
-draw_panel(struct console *c, const struct route_v *r, int y, int cols)
+draw_hedge(const struct route_v *r, int y, int cols)
+{
+	const struct hedge_v *h = &r->hedge;
+	char d[16], pm[HV__COUNT][16];
+	int k;
+
+	if (!h->on) {
+		ui_put(y, 1, cols - 1, C_DIM, "hedge off", 0);
+		return;
+	}
+	hedge_delay_text(d, sizeof d, h);
+	for (k = 0; k < HV__COUNT; k++)
+		fmt_rate(pm[k], sizeof pm[k], h->per_min[k]);
+	ui_printf(y, 1, cols - 1, C_NORMAL, 0,
+		  "hedge %s (max %d, %s backend)  won %s lost %s failed %s denied %s/min", d,
+		  h->max_hedges, strcmp(h->targets, "other") == 0 ? "other" : "same", pm[HV_WON],
+		  pm[HV_LOST], pm[HV_FAILED], pm[HV_DENIED]);
+}
+
+static void
+draw_panel(struct console *c, const struct route_v *r, int y, int rows, int cols)
 {
 	char line[512], left[32] = "", w[256];
 	size_t o = 0;
@@ -169,6 +226,8 @@ draw_panel(struct console *c, const struct route_v *r, int y, int cols)
 			 r->budget_ms);
 	}
 	ui_put(y, 0, cols, C_HEADER, line, 0);
+	if (rows >= 3)
+		draw_hedge(r, ++y, cols);
 	if (!pending_for(r)) {
 		ui_put(y + 1, 1, cols - 1, C_DIM, "+ / - change a weight, L force a level, A auto",
 		       0);
@@ -185,7 +244,7 @@ static void
 routes_draw(struct console *c, int top, int rows, int cols)
 {
 	const struct route_v *r;
-	int y, i, ti, panel = rows >= 8 ? 2 : 0;
+	int y, i, ti, panel = rows >= 9 ? 3 : rows >= 8 ? 2 : 0;
 
 	build(c);
 	if (c->state == NULL) {
@@ -213,7 +272,7 @@ routes_draw(struct console *c, int top, int rows, int cols)
 		       c->state->nroutes ? "no route matches the filter" : "no routes", 0);
 	r = selected(c, &ti);
 	if (panel && r != NULL)
-		draw_panel(c, r, top + rows - panel, cols);
+		draw_panel(c, r, top + rows - panel, panel, cols);
 }
 
 static int

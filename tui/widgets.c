@@ -544,12 +544,28 @@ vislist_add(struct vislist *v, int i)
 
 /*
  * Which columns are left out at cols: the ones with the highest prio
- * first (rightmost on a tie) until the rest fits; prio 0 never goes.
+ * first (rightmost on a tie) until the rest fits; prio 0 never goes. The
+ * marker of left-out columns needs its own cell (and a space before it)
+ * unless the last column shown takes the rest of the line, where it sits
+ * on the last cell.
  */
 static int
 col_want(const struct colspec *c)
 {
 	return c->width ? c->width : MAX(c->min, 4);
+}
+
+static int
+marker_room(const struct colspec *spec, int n, unsigned long hidden)
+{
+	int i;
+
+	if (hidden == 0)
+		return 0;
+	for (i = n - 1; i >= 0; i--)
+		if (i >= 64 || !(hidden & (1ul << i)))
+			return spec[i].width ? 2 : 0;
+	return 0;
 }
 
 static unsigned long
@@ -560,7 +576,7 @@ col_hidden(const struct colspec *spec, int n, int cols)
 
 	for (i = 0; i < n; i++)
 		total += col_want(&spec[i]) + 1;
-	while (total > cols) {
+	while (total + marker_room(spec, n, hidden) > cols) {
 		worst = -1;
 		for (i = 0; i < n && i < 64; i++)
 			if (!(hidden & (1ul << i)) && spec[i].prio > 0 &&

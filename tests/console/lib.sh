@@ -118,7 +118,14 @@ start_mock() {
 # The daemon's config: routes intent (primary-v2 95 / canary-v3 5, every
 # model answer goes to review: review_below 0.95 > the mock's 0.92) and
 # ticket (flaky-v1, breaker opens after 3 failures, rules fallback).
+# FB_TAIL=1 (issue 23): primary-v2 gets an adaptive concurrency limit and
+# intent hedges after 800 ms.
 write_config() { # listen
+	local adaptive= hedge=
+	if [ -n "${FB_TAIL:-}" ]; then
+		adaptive='"adaptive_concurrency": {"min_limit": 2, "initial_limit": 10},'
+		hedge=', "hedge": {"after_ms": 800}'
+	fi
 	cat >"$T/fusebox.json" <<EOF
 {
   "listen": "$1",
@@ -126,7 +133,7 @@ write_config() { # listen
   "tokens_file": "tokens",
   "backends": [
     {"name": "primary-v2", "url": "http://127.0.0.1:$MOCK_PORT/b/primary-v2/v1/chat/completions",
-     "model": "m2", "version": "v2",
+     "model": "m2", "version": "v2", $adaptive
      "breaker": {"mode": "consecutive", "failure_threshold": 3, "open_ms": 600000}},
     {"name": "canary-v3", "url": "http://127.0.0.1:$MOCK_PORT/b/canary-v3/v1/chat/completions",
      "model": "m3", "version": "v3"},
@@ -136,7 +143,7 @@ write_config() { # listen
   ],
   "routes": [
     {"name": "intent", "budget_ms": 3000,
-     "retry": {"max_retries": 0},
+     "retry": {"max_retries": 0$hedge},
      "targets": [{"backend": "primary-v2", "weight": 95},
                  {"backend": "canary-v3", "weight": 5, "canary": true}],
      "prompt": {"system": "Classify.", "user": "{{input}}"},

@@ -8,6 +8,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 source "$here/lib.sh" "${1:-}" "${2:-}"
 
+FB_TAIL=1 # issue 23: primary-v2 adaptive concurrency, intent hedges after 800 ms
 fixture_start
 
 # run NAME ARGS...: fusebox with the operator token; stdout in $OUT,
@@ -105,16 +106,16 @@ else
 fi
 
 run breakers
-expect breakers_fresh 0 "BACKEND     STATE   FAIL%  SLOW%  CALLS  HALF-OPEN  INFLIGHT  HEALTH  LAST TRANSITION
-primary-v2  closed   0.0%   0.0%      0          -      0/60    1.00  -
-canary-v3   closed   0.0%   0.0%      0          -      0/60    1.00  -
-flaky-v1    closed   0.0%   0.0%      0          -      0/60    1.00  -"
+expect breakers_fresh 0 "BACKEND     STATE   FAIL%  SLOW%  CALLS  HALF-OPEN  INFLIGHT  HEALTH   LIMIT  WAIT  LATENCY  HEDGES  RL-REQ  RL-TOK  SKIPPED  LAST TRANSITION
+primary-v2  closed   0.0%   0.0%      0          -     0/~10    1.00  ~10/60     0        -       0       -       -        0  -
+canary-v3   closed   0.0%   0.0%      0          -      0/60    1.00      60     0        -       0       -       -        0  -
+flaky-v1    closed   0.0%   0.0%      0          -      0/60    1.00      60     0        -     off       -       -        0  -"
 
 run routes
 if [ "$RC" -eq 0 ] &&
-	[ "$(head -1 <<<"$OUT" | tr -s ' ')" = "ROUTE LEVEL AUTO RPS P50 P99 REVIEW TARGETS FORCED" ] &&
-	grep -Eq '^intent +L0 +L0 +[0-9.-]+ +[0-9a-z.-]+ +[0-9a-z.-]+ +[0-9-]+ +primary-v2=95 canary-v3=5\(canary\) +-$' <<<"$OUT" &&
-	grep -Eq '^ticket +L0 +L0 .* flaky-v1=100 +-$' <<<"$OUT"; then
+	[ "$(head -1 <<<"$OUT" | tr -s ' ')" = "ROUTE LEVEL AUTO RPS P50 P99 REVIEW HEDGE WON/LOST/FAILED/DENIED TARGETS FORCED" ] &&
+	grep -Eq '^intent +L0 +L0 +[0-9.-]+ +[0-9a-z.-]+ +[0-9a-z.-]+ +[0-9-]+ +800ms +0/0/0/0 +primary-v2=95 canary-v3=5\(canary\) +-$' <<<"$OUT" &&
+	grep -Eq '^ticket +L0 +L0 .* off +- +flaky-v1=100 +-$' <<<"$OUT"; then
 	ok routes
 else
 	not_ok routes "rc $RC: $OUT $ERR"

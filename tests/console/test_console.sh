@@ -7,7 +7,9 @@
 # changes the DB; a viewer cannot force; a stopped daemon shows
 # "disconnected, retrying" and the console recovers when it returns; a hung
 # daemon does not hold key handling; 80x24, resize, NO_COLOR, the ASCII
-# fallback, UTF-8 (Chinese) text. See lib.sh for the fixture.
+# fallback, UTF-8 (Chinese) text; issue 23: the adaptive concurrency
+# limit, rate limits and hedges on the Breakers and Routes screens at 80x24
+# and 200x50. See lib.sh for the fixture.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -18,6 +20,7 @@ if ! command -v tmux >/dev/null; then
 	exit 77
 fi
 
+FB_TAIL=1 # primary-v2: adaptive concurrency; intent: hedge after 800 ms
 fixture_start
 for i in 1 2 3; do call_route intent "我要退款 $i" >/dev/null; done
 
@@ -107,6 +110,19 @@ else
 	not_ok breaker_force "endpoint missing: PUT /v1/backends/{b}/breaker"
 fi
 
+# --- issue 23 at 80x24: the new columns are left out (marker); INFLT shows
+# the limit in force (~ adaptive), the panel says the rest ---
+check tail_breakers_marker_80 $OP '^BACKEND +STATE +FAIL% +SLOW% +CALLS +PROBE +INFLT +HEALTH +P90 ›$'
+check tail_inflt_adaptive_80 $OP '^primary-v2 +closed .* 0/~[0-9]+ +[0-9.]+ +[0-9a-z.-]+$'
+check tail_inflt_fixed_80 $OP '^canary-v3 +closed .* 0/60 +[0-9.]+ +[0-9a-z.-]+$'
+keys $OP g
+check tail_panel_limit_80 $OP '^ limit ~[0-9]+ adaptive of max 60  in flight 0  waiting 0  latency'
+check tail_panel_rate_80 $OP '^ rate limit left: requests -, tokens -  skipped 0   hedges [0-9.-]+/min \(1 route\)$'
+keys $OP G
+check tail_panel_fixed_80 $OP '^ limit 60 fixed  in flight 0  waiting 0$'
+check tail_panel_no_hedge_80 $OP '^ rate limit left: requests -, tokens -  skipped 0   hedging off$'
+keys $OP g
+
 # --- Routes: weights ---
 keys $OP 5
 check routes_primary $OP '^intent +L0 auto +primary-v2 +95 +95%'
@@ -124,6 +140,12 @@ if endpoint_exists PUT /v1/routes/nope/weights '{"weights":{"a":1}}'; then
 else
 	not_ok weights "endpoint missing: PUT /v1/routes/{r}/weights"
 fi
+# issue 23 at 80x24: the hedge columns are left out; the panel has the delay
+check tail_routes_marker_80 $OP '^ROUTE +LEVEL +TARGET +WEIGHT +NEW +SHARE +CANARY +BREAKER +›$'
+keys $OP g
+check tail_routes_hedge_80 $OP '^ hedge 800ms \(max 1, (same|other) backend\)  won [0-9.-]+ lost [0-9.-]+ failed [0-9.-]+ denied [0-9.-]+/min$'
+keys $OP G
+check tail_routes_no_hedge_80 $OP '^ hedge off$'
 
 # --- Routes: force a level (Chinese reason), then release ---
 if endpoint_exists PUT /v1/routes/nope/level '{"level":1,"reason":"probe"}'; then
@@ -374,7 +396,7 @@ check breaker_window_at_opening t3 '^flaky-v1 +OPEN +100\.0% +[0-9.]+% +3 +in [0
 keys t3 G
 check breaker_cause_kept t3 '^ OPEN since [0-9:]+: 3 consecutive failures \(http_5xx\)'
 check breaker_outcomes t3 '^ outcomes 5m: .*http_5xx [0-9]+'
-check breaker_p90_at_80 t3 '^BACKEND +STATE +FAIL% +SLOW% +CALLS +PROBE +INFLT +HEALTH +P90$'
+check breaker_p90_at_80 t3 '^BACKEND +STATE +FAIL% +SLOW% +CALLS +PROBE +INFLT +HEALTH +P90 ›$'
 kill "$TRAFFIC_PID" 2>/dev/null
 wait "$TRAFFIC_PID" 2>/dev/null
 mock_set flaky-v1 '{"status": 200}'
@@ -486,6 +508,37 @@ keys wide 6
 check wide_events_id wide '^ +ID +TIME +KIND +SUBJECT +DETAIL *$'
 keys wide 3
 check wide_reviews wide '^ +ID PRI +ROUTE +STATE +DUE IN REASON +CONF INPUT *$'
+# issue 23 at 200x50: every new column, no marker.
+keys wide 2
+check wide_breakers_header wide '^BACKEND +STATE +FAIL% +SLOW% +CALLS +PROBE +INFLT +HEALTH +P90 +LIMIT +WAIT +LATENCY +HEDGE/m +RL-REQ +RL-TOK +SKIP *$'
+check wide_breakers_adaptive wide '^primary-v2 +closed .* 0/~[0-9]+ +[0-9.]+ +[0-9a-z.-]+ +~[0-9]+/60 +0 +[0-9a-z.→-]+ +[0-9.-]+ +- +- +0 *$'
+check wide_breakers_fixed wide '^flaky-v1 .* 0/60 .* 60 +0 +- +off +- +- +0 *$'
+keys wide 5
+check wide_routes_header wide '^ROUTE +LEVEL +TARGET +WEIGHT +NEW +SHARE +CANARY +HEDGE +WON/m +LOST/m +BREAKER *$'
+check wide_routes_hedge wide '^intent +L[0-9] [a-z]+ +primary-v2 +[0-9]+ +[0-9]+% +800ms +[0-9.-]+ +[0-9.-]+ [a-z]'
+check wide_routes_no_hedge wide '^ticket +L[0-9] [a-z]+ +flaky-v1 +100 +100% +off +[a-zA-Z]'
+# Hedged traffic: primary-v2 answers after 1.2 s, so intent hedges at 800 ms
+# (to canary-v3, which announces its rate limit): won per minute, hedges per
+# minute of both backends, requests left.
+mock_set primary-v2 '{"delay_ms": 1200}'
+mock_set canary-v3 '{"ratelimit_requests": 50, "ratelimit_reset_ms": 60000}'
+pids=
+for i in 1 2 3 4 5 6; do
+	call_route intent "hedge $i" >/dev/null &
+	pids="$pids $!"
+	sleep 0.2
+done
+# shellcheck disable=SC2086
+wait $pids
+api GET /v1/state >/dev/null
+json_check tail_state_hedged 'sum(r["hedge"]["won"] + r["hedge"]["lost"] for r in j["routes"] if r["name"] == "intent") >= 1'
+nz='([1-9][0-9]*\.[0-9]|0\.[1-9])' # a rate above 0.0
+check wide_routes_hedges_per_min wide "^intent +L[0-9] [a-z]+ +primary-v2 .* 800ms +($nz +[0-9]+\.[0-9]|0\.0 +$nz) [a-z]" 6
+keys wide 2
+check wide_breakers_hedges_per_min wide "^primary-v2 +closed .* ~[0-9]+/60 .* $nz +- +- +0 *\$"
+check wide_breakers_rate_limit wide "^canary-v3 +closed .* $nz +[0-9]+ +- +0 *\$"
+mock_set primary-v2 '{"status": 200}'
+mock_set canary-v3 '{"status": 200}'
 keys wide q
 check wide_quits wide 'EXITED-0' 5
 
