@@ -60,7 +60,7 @@ stream_tools_add(struct attempt *a, const cJSON *chunk)
 		const cJSON *fn = cJSON_GetObjectItemCaseSensitive(t, "function");
 		const cJSON *name = fn ? cJSON_GetObjectItemCaseSensitive(fn, "name") : NULL;
 		const cJSON *args = fn ? cJSON_GetObjectItemCaseSensitive(fn, "arguments") : NULL;
-		int i = cJSON_IsNumber(ix) ? ix->valueint : cJSON_GetArraySize(a->stream_tools);
+		int i = cJSON_IsNumber(ix) ? ix->valueint : cJSON_GetArraySize(a->stream_tools), k;
 		cJSON *slot, *sfn, *sargs;
 
 		if (i < 0 || i > 127)
@@ -74,6 +74,13 @@ stream_tools_add(struct attempt *a, const cJSON *chunk)
 			cJSON_AddItemToArray(a->stream_tools, o);
 		}
 		slot = cJSON_GetArrayItem(a->stream_tools, i);
+		for (k = 0; k < 2; k++) {
+			const char *key = k == 0 ? "id" : "type";
+			const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, key);
+
+			if (cJSON_IsString(v) && !cJSON_HasObjectItem(slot, key))
+				cJSON_AddStringToObject(slot, key, v->valuestring);
+		}
 		sfn = cJSON_GetObjectItemCaseSensitive(slot, "function");
 		if (cJSON_IsString(name) && name->valuestring[0])
 			cJSON_ReplaceItemInObjectCaseSensitive(
