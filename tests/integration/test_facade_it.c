@@ -456,9 +456,10 @@ START_TEST(stream_relays_tool_calls_and_usage)
 	cJSON_Delete(last);
 	/* the attempts row holds the streamed tool calls assembled (log.inputs: whole) */
 	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE outcome='ok' AND raw_output LIKE "
-				       "'[{%\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":"
-				       "\\\"Paris\\\"}\"%' AND raw_output LIKE '%\"id\":\"call_1\"%'"),
+	ck_assert_int_eq(itd_count(&T,
+				   "attempts WHERE outcome='ok' AND raw_output LIKE "
+				   "'[{%\"name\":\"get_weather\",\"arguments\":\"{\\\"city\\\":"
+				   "\\\"Paris\\\"}\"%' AND raw_output LIKE '%\"id\":\"call_1\"%'"),
 			 1);
 }
 END_TEST

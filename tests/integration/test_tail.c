@@ -417,6 +417,8 @@ START_TEST(over_the_adaptive_limit_calls_fall_concurrency_limited)
 	ck_assert_int_lt((int)itd_num(o, "elapsed_ms"), 400);
 	cJSON_Delete(o);
 	ck_assert_int_eq(itd_bg_join(&bg), 0);
+	ck_assert_int_eq(bg.r.status, 200);
+	http_resp_free(&bg.r);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 1);
 }
 END_TEST
