@@ -780,6 +780,9 @@ attempt_span(struct attempt *a, const struct attempt_result *r, int64_t connect_
 	trace_attr_str(&s, "fusebox.breaker", breaker_state_name(a->b->breaker.state));
 	trace_attr_int(&s, "fusebox.concurrency_limit", a->b->bulkhead.max);
 	trace_attr_int(&s, "fusebox.inflight", a->inflight_start);
+	if (a->b->cfg->adaptive.enabled && limiter_baseline_ms(&a->b->gate.limiter) > 0)
+		trace_attr_int(&s, "fusebox.latency_baseline_ms",
+			       (int64_t)limiter_baseline_ms(&a->b->gate.limiter));
 	if (a->is_hedge)
 		trace_attr_bool(&s, "fusebox.hedge", 1);
 	if (a->is_probe)

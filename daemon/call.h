@@ -86,6 +86,11 @@ struct route_rt;
 struct backend_rt;
 struct bulkhead_waiter;
 void call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w);
+/*
+ * The cron hook of the backends' gates (engine_on_tick): their limiters'
+ * windows close on time and queued calls start when a cap rose.
+ */
+void call_gate_tick(struct engine *e, void *arg, int64_t now_ms, int64_t now_wall_ms);
 void call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
 		    struct backend_rt *backends, const int *bmap);
 void call_reap(struct engine *e);

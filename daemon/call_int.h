@@ -72,7 +72,13 @@ struct call {
 };
 
 /*
- * call.c: pick a target of the model step c stands on (router: weights x
+ * call_pick.c: the engine's index of a target's backend: the config's own
+ * index while c runs on the current configuration, else by name (a reload
+ * moved the arrays). -1 when the backend is gone.
+ */
+int call_target_backend(const struct call *c, const struct target_cfg *t);
+/*
+ * call_pick.c: pick a target of the model step c stands on (router: weights x
  * health, breakers admitting, bulkheads with room, rate limits), the
  * backend avoid_bidx last (-1: none). 0 with *bidx and *picked (the target's
  * index), or 1 with *why (a degradation reason).

@@ -99,7 +99,8 @@ static int
 hooks_register(struct engine *e)
 {
 	static const engine_tick_fn ticks[] = {
-		control_level_tick, tick_idem, tick_cache, tick_obs, tick_review_q, canary_tick,
+		control_level_tick, tick_idem,	 tick_cache,	 tick_obs,
+		tick_review_q,	    canary_tick, call_gate_tick,
 	};
 	size_t i;
 	int r = 0;

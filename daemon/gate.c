@@ -121,6 +121,18 @@ gate_first_byte_censored(struct gate *g, int64_t now_ms, int64_t age_ms)
 	hedge_window_add(&g->fb_window, now_ms, age_ms);
 }
 
+int
+gate_tick(struct gate *g, struct bulkhead *bh, int64_t now_ms)
+{
+	int before = bh->max;
+
+	if (!g->limiter.cfg.enabled)
+		return 0;
+	limiter_tick(&g->limiter, now_ms);
+	bulkhead_set_max(bh, limiter_limit(&g->limiter));
+	return bh->max > before;
+}
+
 int64_t
 gate_hedge_delay_ms(const struct gate *g, const struct hedge_cfg *h, int64_t now_ms)
 {

@@ -55,6 +55,11 @@ int gate_attempt_end(struct gate *g, struct bulkhead *bh, int64_t now_ms, int in
 void gate_first_byte_censored(struct gate *g, int64_t now_ms, int64_t age_ms);
 /* The delay after which a call's attempt on g's backend is hedged; -1: no hedge. */
 int64_t gate_hedge_delay_ms(const struct gate *g, const struct hedge_cfg *h, int64_t now_ms);
+/*
+ * Once a second (the cron): the limiter's ended window closes without
+ * waiting for a sample, and the cap follows. 1 when the cap rose.
+ */
+int gate_tick(struct gate *g, struct bulkhead *bh, int64_t now_ms);
 /* The reason a call leaves a step whose backends had no room: concurrency_limited or bulkhead_full.
  */
 const char *gate_full_reason(const struct gate *g);

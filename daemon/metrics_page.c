@@ -444,6 +444,17 @@ page_gate(struct metrics *m, struct engine *e)
 		metrics_sample(m, "fusebox_concurrency_limit", l, 1,
 			       (double)e->backends[i].bulkhead.max);
 	}
+	metrics_family(m, "fusebox_concurrency_baseline_seconds", METRICS_GAUGE,
+		       "The adaptive limiter's latency baseline (recent minimum of its windows' "
+		       "first-byte latency), by backend; absent until it has one.");
+	for (i = 0; i < e->nbackends; i++) {
+		double base = limiter_baseline_ms(&e->backends[i].gate.limiter);
+
+		if (!e->backends[i].cfg->adaptive.enabled || base <= 0)
+			continue;
+		l[0] = (struct metrics_label){"backend", e->backends[i].cfg->name};
+		metrics_sample(m, "fusebox_concurrency_baseline_seconds", l, 1, base / 1000.0);
+	}
 	metrics_family(m, "fusebox_rate_limited_local_total", METRICS_COUNTER,
 		       "Times the router passed a backend over because its known rate limit "
 		       "(headers or config) was spent until its reset.");

@@ -420,6 +420,15 @@ START_TEST(over_the_adaptive_limit_calls_fall_concurrency_limited)
 	ck_assert_int_eq(bg.r.status, 200);
 	http_resp_free(&bg.r);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 1);
+	/* the limiter's window closes on the cron: its baseline is the answer's first byte */
+	usleep(1200 * 1000);
+	b = state_backend("primary");
+	c = cJSON_GetObjectItem(b, "concurrency");
+	ck_assert_msg(itd_num(c, "baseline_ms") >= 750 && itd_num(c, "baseline_ms") < 1200,
+		      "baseline %f", itd_num(c, "baseline_ms"));
+	cJSON_Delete(b);
+	ck_assert_double_ge(
+		itd_metric(&T, "fusebox_concurrency_baseline_seconds{backend=\"primary\"}"), 0.75);
 }
 END_TEST
 
