@@ -367,6 +367,24 @@ diag_suggestions_json(const struct route_ctx *rc, int64_t tok_fail, int64_t tok_
 	struct buf act;
 	int i, nprimary = 0, offered = 0;
 
+	if (cs != NULL && diag_str_eq(cs->reason, WIRE_REASON_RATE_LIMITED_LOCAL)) {
+		/* nothing was sent: the backends' own rate-limit headers (or
+		 * rate_limits) said their requests or tokens were spent */
+		suggest(arr,
+			"calls were held back: the route's backends announced their rate limit "
+			"spent until its reset (fusebox breakers: RL-REQ, RL-TOK); add a target "
+			"with headroom, or lower the traffic",
+			NULL);
+		return arr;
+	}
+	if (cs != NULL && diag_str_eq(cs->reason, WIRE_REASON_CONCURRENCY_LIMITED)) {
+		suggest(arr,
+			"calls found the adaptive concurrency limit full: the backends' latency "
+			"rose above their baseline as load grew (fusebox breakers: LIMIT, "
+			"LATENCY); add capacity or a target, or give queue_ms room",
+			NULL);
+		return arr;
+	}
 	if (cs == NULL || cs->backend == NULL || cs->phase == NULL)
 		return arr;
 	tg = diag_target_find(rc->in, rc->route, cs->backend);

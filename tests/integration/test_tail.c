@@ -305,6 +305,7 @@ END_TEST
 START_TEST(rate_limit_by_config_falls_without_reaching_the_backend)
 {
 	cJSON *o, *b;
+	char *text;
 	int i;
 
 	ck_assert_int_eq(
@@ -336,6 +337,18 @@ START_TEST(rate_limit_by_config_falls_without_reaching_the_backend)
 	b = state_backend("primary");
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(b, "rate_limits"), "skipped"), 1);
 	cJSON_Delete(b);
+	/* the diagnosis names it and says nothing was sent */
+	o = itd_expect(&T, "GET", "/v1/diagnose?route=intent&since=10m", NULL, "view-token", 200);
+	b = cJSON_GetArrayItem(
+		cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0),
+				    "causes"),
+		0);
+	ck_assert_str_eq(itd_str(b, "reason"), "rate_limited_local");
+	ck_assert_str_eq(itd_str(b, "phase"), "rate_limit");
+	text = cJSON_PrintUnformatted(o);
+	ck_assert_ptr_nonnull(strstr(text, "calls were held back"));
+	free(text);
+	cJSON_Delete(o);
 }
 END_TEST
 
