@@ -321,6 +321,17 @@ itd_count(struct itd *t, const char *sql_tail)
 	return db_scalar_int(t->db, sql);
 }
 
+long long
+itd_count_wait(struct itd *t, const char *sql_tail, long long want, int timeout_ms)
+{
+	int64_t end = harness_now_ms() + timeout_ms;
+	long long n;
+
+	while ((n = itd_count(t, sql_tail)) != want && harness_now_ms() < end)
+		usleep(20 * 1000);
+	return n;
+}
+
 double
 itd_metric(struct itd *t, const char *name)
 {

@@ -88,6 +88,11 @@ double itd_num(const cJSON *o, const char *key);
 void itd_settle(void);
 /* Count rows: SELECT count(*) FROM <sql_tail>. */
 long long itd_count(struct itd *t, const char *sql_tail);
+/*
+ * itd_count() until it is want or timeout_ms passed (the writer commits in
+ * the background, and a loaded machine starves it); the last count.
+ */
+long long itd_count_wait(struct itd *t, const char *sql_tail, long long want, int timeout_ms);
 /* A sample without labels from GET /metrics (viewer token); -1 when absent. */
 double itd_metric(struct itd *t, const char *name);
 /*

@@ -453,35 +453,49 @@ START_TEST(large_window_off_the_loop)
 	struct bg_diagnose b;
 	struct http_resp r;
 	double diag_ms, worst = 0;
-	int i, n = 0, inside = 0, busy_seen = 0;
+	int i, n = 0, inside = 0, busy_seen = 0, round, second_ran;
 	cJSON *o;
 
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
 	fill_large_window();
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
 	calls(3, SHORT);
-	memset(&b, 0, sizeof b);
-	ck_assert_int_eq(pthread_create(&b.th, NULL, bg_diagnose_run, &b), 0);
-	while (!__atomic_load_n(&b.done, __ATOMIC_SEQ_CST) && n < CALLS_MAX) {
-		t0[n] = wall_ms();
-		ck_assert_int_eq(itd_call(&T, "intent", SHORT, 10000, &r), 0);
-		t1[n] = wall_ms();
-		ck_assert_msg(r.status == 200, "status %ld: %s", r.status, r.body);
-		http_resp_free(&r);
-		n++;
-		if (n == 2 && !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST)) {
-			ck_assert_int_eq(itd_req(&T, "GET", "/v1/diagnose?route=intent&since=1h",
-						 NULL, VIEW, 30000, &r),
-					 0);
-			if (!__atomic_load_n(&b.done, __ATOMIC_SEQ_CST)) {
-				ck_assert_msg(r.status == 503, "second diagnose: %ld", r.status);
-				ck_assert_ptr_nonnull(strstr(r.body, "diagnose_busy"));
-				busy_seen = 1;
-			}
+	/* On a loaded machine the second diagnosis can reach the daemon before
+	 * the thread's first: then the roles are swapped and the round is run
+	 * again (at most three times). */
+	for (round = 0; round < 3; round++) {
+		n = 0;
+		busy_seen = 0;
+		second_ran = 0;
+		memset(&b, 0, sizeof b);
+		ck_assert_int_eq(pthread_create(&b.th, NULL, bg_diagnose_run, &b), 0);
+		while (!__atomic_load_n(&b.done, __ATOMIC_SEQ_CST) && n < CALLS_MAX) {
+			t0[n] = wall_ms();
+			ck_assert_int_eq(itd_call(&T, "intent", SHORT, 10000, &r), 0);
+			t1[n] = wall_ms();
+			ck_assert_msg(r.status == 200, "status %ld: %s", r.status, r.body);
 			http_resp_free(&r);
+			n++;
+			if (n == 2 && !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST)) {
+				ck_assert_int_eq(itd_req(&T, "GET",
+							 "/v1/diagnose?route=intent&since=1h", NULL,
+							 VIEW, 30000, &r),
+						 0);
+				second_ran = r.status == 200;
+				if (!second_ran && !__atomic_load_n(&b.done, __ATOMIC_SEQ_CST)) {
+					ck_assert_msg(r.status == 503, "second diagnose: %ld",
+						      r.status);
+					ck_assert_ptr_nonnull(strstr(r.body, "diagnose_busy"));
+					busy_seen = 1;
+				}
+				http_resp_free(&r);
+			}
 		}
+		pthread_join(b.th, NULL);
+		if (!(second_ran && b.r.status == 503))
+			break;
+		http_resp_free(&b.r);
 	}
-	pthread_join(b.th, NULL);
 	ck_assert_msg(b.r.status == 200, "diagnose: %ld %s", b.r.status, b.r.body);
 	o = cJSON_Parse(b.r.body);
 	ck_assert_int_ge((int)itd_num(route0(o), "calls"), 70000);

@@ -529,8 +529,7 @@ START_TEST(fault_matrix)
 	if (f->requests >= 0 && f->up == UP_MOCK)
 		ck_assert_msg(seen == f->requests, "%s: the upstream saw %d requests, want %d",
 			      f->name, seen, f->requests);
-	itd_settle();
-	rows = itd_count(&T, "attempts");
+	rows = itd_count_wait(&T, "attempts", sum_attempts, 5000);
 	ck_assert_msg(rows == sum_attempts, "%s: %lld attempts rows, the answers say %d", f->name,
 		      rows, sum_attempts);
 	if (seen > 0 || f->up == UP_MOCK || f->up == UP_BAD_CHUNKED)
