@@ -1,6 +1,7 @@
 /*
- * test_tui_cause: the console's causes (tui/model_cause.c) and the
- * daemon's history and audit answers (tui/model_hist.c), on literals.
+ * test_tui_cause: the console's causes (tui/model_cause.c), the daemon's
+ * history and audit answers (tui/model_hist.c) and its diagnosis with the
+ * Why panel's text (tui/model_diag.c), on literals.
  */
 #include <check.h>
 #include <locale.h>
@@ -227,6 +228,181 @@ START_TEST(test_audit_list)
 }
 END_TEST
 
+/* A diagnosis as the daemon answers it (docs/DIAGNOSE.md), two routes. */
+static const char diag_json[] =
+	"{\"window\": {\"from\": \"2026-01-02T14:00:00Z\", \"to\": \"2026-01-02T14:15:00Z\"},"
+	" \"routes\": [{\"route\": \"intent\", \"service_availability\": 0.99,"
+	"  \"smart_availability\": 0.61, \"degraded_calls\": 312, \"calls\": 800,"
+	"  \"episode_start\": \"2026-01-02T14:02:11Z\","
+	"  \"causes\": [{\"share\": 0.92, \"reason\": \"first_byte_timeout\","
+	"    \"backend\": \"primary-v2\", \"phase\": \"first_byte\","
+	"    \"since\": \"2026-01-02T14:02:11Z\","
+	"    \"text\": \"92 % of degraded calls: first_byte_timeout on primary-v2 (connect p50 2 "
+	"ms, first byte > 800 ms in 96 %) \xe2\x80\x94 began 14:02:11\","
+	"    \"evidence\": {\"calls\": 287, \"degraded_calls\": 312, \"previous_calls\": 0},"
+	"    \"query\": \"SELECT c.id FROM calls c\"},"
+	"   {\"share\": 0.08, \"reason\": \"breaker_open\", \"backend\": \"primary-v2\","
+	"    \"phase\": \"breaker\", \"since\": \"2026-01-02T14:02:40Z\","
+	"    \"text\": \"8 % of degraded calls: breaker primary-v2 OPEN since 14:02:40 (3 "
+	"consecutive failures (first_byte_timeout)) \xe2\x80\x94 25 calls answered without it\","
+	"    \"evidence\": {\"calls\": 25, \"previous_calls\": 4,"
+	"     \"breaker_event\": \"closed -> open (3 consecutive failures (first_byte_timeout))\"},"
+	"    \"query\": \"SELECT 2\"}],"
+	"  \"contrasts\": [{\"factor\": \"input_tokens\", \"failing\": 412, \"succeeding\": 120,"
+	"    \"text\": \"failures had median 412 input tokens vs 120\"}],"
+	"  \"changes\": [{\"at\": \"2026-01-02T14:01:50Z\", \"kind\": \"weights\","
+	"    \"subject\": \"intent\", \"actor\": \"alice\", \"detail\": \"primary-v2 50 -> 95\"}],"
+	"  \"suggestions\": [{\"text\": \"backup small-v1 healthy (99 % valid): force level 1\","
+	"    \"action\": \"fusebox level intent 1 --reason 'diagnosis'\"},"
+	"   {\"text\": \"lower the traffic\", \"action\": null}]},"
+	" {\"route\": \"ticket\", \"service_availability\": null, \"smart_availability\": null,"
+	"  \"degraded_calls\": 0, \"calls\": 0, \"episode_start\": null, \"causes\": [],"
+	"  \"contrasts\": [], \"changes\": [], \"suggestions\": []}]}";
+
+START_TEST(test_parse_diagnose)
+{
+	struct diag_v *d = NULL;
+	const struct diag_route_v *r;
+	char *cause = NULL;
+
+	ck_assert_int_eq(model_parse_diagnose(diag_json, strlen(diag_json), &d, &cause), 0);
+	ck_assert_int_eq(d->nroutes, 2);
+	ck_assert_int_eq(d->from, 1767362400000LL);
+	r = diag_route(d, "intent");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->ncauses, 2);
+	ck_assert_int_eq(r->degraded, 312);
+	ck_assert_int_eq(r->calls, 800);
+	ck_assert(fabs(r->smart - 0.61) < 1e-9);
+	ck_assert_int_eq(r->episode_start, 1767362531000LL);
+	ck_assert_str_eq(r->causes[0].reason, "first_byte_timeout");
+	ck_assert_str_eq(r->causes[0].backend, "primary-v2");
+	ck_assert_str_eq(r->causes[0].phase, "first_byte");
+	ck_assert_int_eq(r->causes[0].calls, 287);
+	ck_assert_int_eq(r->causes[0].previous_calls, 0);
+	ck_assert_str_eq(r->causes[0].query, "SELECT c.id FROM calls c");
+	ck_assert_str_eq(r->causes[1].breaker_event,
+			 "closed -> open (3 consecutive failures (first_byte_timeout))");
+	ck_assert_int_eq(r->ncontrasts, 1);
+	ck_assert_str_eq(r->changes[0].actor, "alice");
+	ck_assert_int_eq(r->nsuggestions, 2);
+	ck_assert_str_eq(r->suggestions[1].action, "");
+	r = diag_route(d, "ticket");
+	ck_assert_ptr_nonnull(r);
+	ck_assert_int_eq(r->episode_start, 0);
+	ck_assert(isnan(r->service));
+	ck_assert_ptr_null(diag_route(d, "nope"));
+	diag_free(d);
+
+	/* Not a diagnosis: an error, never a crash. */
+	ck_assert_int_eq(model_parse_diagnose("{\"x\": 1}", 8, &d, &cause), MODEL_E_PARSE);
+	free(cause);
+	cause = NULL;
+	ck_assert_int_eq(model_parse_diagnose("nope", 4, &d, &cause), MODEL_E_PARSE);
+	free(cause);
+}
+END_TEST
+
+START_TEST(test_diag_why)
+{
+	struct diag_v *d = NULL;
+	struct diag_cause_v c;
+	char *cause = NULL, out[512];
+
+	ck_assert_int_eq(model_parse_diagnose(diag_json, strlen(diag_json), &d, &cause), 0);
+	diag_cause_words(&d->routes[0].causes[0], out, sizeof out);
+	ck_assert_str_eq(out, "first_byte_timeout on primary-v2 (connect p50 2 ms, first byte > "
+			      "800 ms in 96 %)");
+	diag_cause_evidence(&d->routes[0].causes[0], out, sizeof out);
+	ck_assert_str_eq(out, "connect p50 2 ms, first byte > 800 ms in 96 %");
+	diag_cause_evidence(&d->routes[0].causes[1], out, sizeof out);
+	ck_assert_str_eq(out, "3 consecutive failures (first_byte_timeout)");
+	ck_assert_int_eq(diag_why(&d->routes[0], 1, out, sizeof out), 1);
+	ck_assert_str_eq(out, "92% first_byte_timeout on primary-v2 (connect p50 2 ms, first byte "
+			      "> 800 ms in 96 %)");
+	/* No cause: no line. */
+	ck_assert_int_eq(diag_why(&d->routes[1], 1, out, sizeof out), 0);
+	ck_assert_str_eq(out, "");
+	ck_assert_int_eq(diag_why(NULL, 1, out, sizeof out), 0);
+	/* A breaker cause: its opening in a few words. */
+	free(d->routes[0].causes[0].query);
+	d->routes[0].causes[0] = d->routes[0].causes[1];
+	d->routes[0].causes[1].query = NULL; /* one owner for the copied pointer */
+	ck_assert_int_eq(diag_why(&d->routes[0], 0, out, sizeof out), 1);
+	ck_assert_str_eq(out, "8% breaker_open on primary-v2 (3x first_byte_timeout)");
+	diag_free(d);
+
+	/* A sentence of another shape: the fields. */
+	memset(&c, 0, sizeof c);
+	c.share = 0.5;
+	snprintf(c.reason, sizeof c.reason, "bulkhead_full");
+	snprintf(c.text, sizeof c.text, "half the calls found the bulkhead full");
+	diag_cause_words(&c, out, sizeof out);
+	ck_assert_str_eq(out, "bulkhead_full");
+	diag_cause_evidence(&c, out, sizeof out);
+	ck_assert_str_eq(out, "");
+}
+END_TEST
+
+static int
+has_line(const struct diag_lines *l, enum diag_line_kind kind, const char *text)
+{
+	int i;
+
+	for (i = 0; i < l->n; i++)
+		if (l->v[i].kind == kind && strcmp(l->v[i].text, text) == 0)
+			return 1;
+	return 0;
+}
+
+START_TEST(test_diag_lines)
+{
+	struct diag_v *d = NULL;
+	struct diag_lines l = {0};
+	char *cause = NULL;
+
+	ck_assert_int_eq(model_parse_diagnose(diag_json, strlen(diag_json), &d, &cause), 0);
+	diag_lines_build(&d->routes[0], d->from, d->to, clock_fixed, &l);
+	ck_assert(has_line(&l, DL_TEXT, "service 99.0%  smart 61.0%  312 of 800 calls degraded"));
+	ck_assert(has_line(&l, DL_TEXT,
+			   "episode since T1767362531 (first degraded minute after 5 healthy)"));
+	ck_assert(has_line(&l, DL_HEAD, "first cause"));
+	ck_assert(has_line(&l, DL_MAIN, "92% first_byte_timeout on primary-v2"));
+	ck_assert(has_line(&l, DL_TEXT, "phase first_byte  backend primary-v2  since T1767362531"));
+	ck_assert(has_line(&l, DL_TEXT, "evidence: connect p50 2 ms, first byte > 800 ms in 96 %"));
+	ck_assert(has_line(&l, DL_TEXT,
+			   "287 of 312 degraded calls; none in the window before (new)"));
+	ck_assert(has_line(&l, DL_DIM, "proof (sqlite3): SELECT c.id FROM calls c"));
+	ck_assert(has_line(&l, DL_HEAD, "other causes"));
+	ck_assert(has_line(&l, DL_TEXT,
+			   "8% breaker primary-v2 OPEN since 14:02:40 (3 consecutive failures "
+			   "(first_byte_timeout))"));
+	ck_assert(
+		has_line(&l, DL_TEXT, "input_tokens: failures had median 412 input tokens vs 120"));
+	ck_assert(has_line(&l, DL_HEAD, "changes before the episode"));
+	ck_assert(
+		has_line(&l, DL_TEXT, "T1767362510 weights intent by alice: primary-v2 50 -> 95"));
+	ck_assert(has_line(&l, DL_TEXT, "backup small-v1 healthy (99 % valid): force level 1"));
+	ck_assert(has_line(&l, DL_CMD, "$ fusebox level intent 1 --reason 'diagnosis'"));
+	ck_assert(has_line(&l, DL_TEXT, "lower the traffic"));
+	/* The order: figures, first cause, other causes, contrasts, changes, advice. */
+	ck_assert_str_eq(l.v[2].text, "first cause");
+	ck_assert_str_eq(l.v[l.n - 1].text, "lower the traffic");
+
+	/* A healthy route: says so, and that nothing changed. */
+	diag_lines_build(&d->routes[1], d->from, d->to, clock_fixed, &l);
+	ck_assert(has_line(&l, DL_TEXT, "service -  smart -  0 of 0 calls degraded"));
+	ck_assert(has_line(&l, DL_TEXT, "no episode: the last 5 minutes with calls were healthy"));
+	ck_assert(has_line(&l, DL_DIM, "no degraded call in the window"));
+	ck_assert(has_line(&l, DL_DIM, "none in the window"));
+	ck_assert(has_line(&l, DL_DIM, "none the data supports"));
+	ck_assert(!has_line(&l, DL_HEAD, "first cause"));
+	diag_lines_free(&l);
+	ck_assert_int_eq(l.n, 0);
+	diag_free(d);
+}
+END_TEST
+
 static Suite *
 tui_cause_suite(void)
 {
@@ -239,6 +415,9 @@ tui_cause_suite(void)
 	tcase_add_test(tc, test_cause_route);
 	tcase_add_test(tc, test_parse_history);
 	tcase_add_test(tc, test_audit_list);
+	tcase_add_test(tc, test_parse_diagnose);
+	tcase_add_test(tc, test_diag_why);
+	tcase_add_test(tc, test_diag_lines);
 	suite_add_tcase(s, tc);
 	return s;
 }

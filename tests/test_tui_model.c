@@ -4,7 +4,7 @@
  * fields; issue 23's concurrency, rate limits and hedging), review
  * ordering, the sparkline history, the per-minute hedge rates, the event ring, canary
  * weight steps, filters — and the pure parts of tui/client.c (error bodies,
- * token files).
+ * token files, the daemon's address file) and of call -v (the headers).
  */
 #include <check.h>
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_int.h"
 #include "client.h"
 #include "model.h"
 #include "tokens.h"
@@ -525,6 +526,86 @@ START_TEST(test_client_pure)
 }
 END_TEST
 
+/* The discovery file (client_addr_read, client_discover) and call -v's headers. */
+START_TEST(test_client_discover)
+{
+	char path[] = "/tmp/fusebox-tui-addr-XXXXXX", url[512], *cause = NULL, *out = NULL;
+	struct client c;
+	struct client_resp resp;
+	size_t outlen = 0;
+	FILE *fp;
+	int fd;
+
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	fp = fdopen(fd, "w");
+	fputs("# fuseboxd\n\n  http://127.0.0.1:7701/ 4242\n", fp);
+	fclose(fp);
+	ck_assert_int_eq(client_addr_read(path, url, sizeof url, &cause), 0);
+	ck_assert_str_eq(url, "http://127.0.0.1:7701");
+	fp = fopen(path, "w");
+	fputs("ftp://x\n", fp);
+	fclose(fp);
+	ck_assert_int_eq(client_addr_read(path, url, sizeof url, &cause), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(cause, "not an http(s) URL"));
+	free(cause);
+	cause = NULL;
+	fp = fopen(path, "w");
+	fputs("\n# nothing\n", fp);
+	fclose(fp);
+	ck_assert_int_eq(client_addr_read(path, url, sizeof url, &cause), -EINVAL);
+	free(cause);
+	cause = NULL;
+
+	/* No URL given: the file's URL is used; given: the given one stays. */
+	fp = fopen(path, "w");
+	fputs("https://10.0.0.1:7702\n", fp);
+	fclose(fp);
+	unsetenv("FUSEBOX_ADDR_FILE");
+	ck_assert_int_eq(client_init(&c, CLIENT_DEFAULT_URL, NULL, -1, &cause), 0);
+	client_discover(&c, path, 0);
+	ck_assert_str_eq(c.base, "https://10.0.0.1:7702");
+	ck_assert_str_eq(c.addr_file, path);
+	client_free(&c);
+	ck_assert_int_eq(client_init(&c, "http://127.0.0.1:9", NULL, -1, &cause), 0);
+	client_discover(&c, path, 1);
+	ck_assert_str_eq(c.base, "http://127.0.0.1:9");
+	ck_assert_str_eq(c.addr_file, path);
+	client_free(&c);
+	/* A URL given and no file named: no discovery (today's behaviour). */
+	ck_assert_int_eq(client_init(&c, "http://127.0.0.1:9", NULL, -1, &cause), 0);
+	client_discover(&c, NULL, 1);
+	ck_assert_str_eq(c.addr_file, "");
+	client_free(&c);
+	/* A missing file changes nothing. */
+	unlink(path);
+	ck_assert_int_eq(client_init(&c, CLIENT_DEFAULT_URL, NULL, -1, &cause), 0);
+	client_discover(&c, path, 0);
+	ck_assert_str_eq(c.base, CLIENT_DEFAULT_URL);
+	client_free(&c);
+
+	/* call -v: the answer's status and the headers that tell its story. */
+	memset(&resp, 0, sizeof resp);
+	resp.status = 503;
+	resp.headers =
+		(char *)"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+			"traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\n"
+			"X-Fusebox-Level: 2\r\nx-fusebox-source:rules\r\nRetry-After: 3\r\n"
+			"X-Request-ID: fb-1\r\nServer: x\r\n\r\n";
+	fp = open_memstream(&out, &outlen);
+	cli_print_headers(fp, &resp);
+	fclose(fp);
+	ck_assert_str_eq(out,
+			 "< HTTP 503\n"
+			 "< traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\n"
+			 "< X-Fusebox-Level: 2\n"
+			 "< x-fusebox-source: rules\n"
+			 "< Retry-After: 3\n"
+			 "< X-Request-ID: fb-1\n");
+	free(out);
+}
+END_TEST
+
 static Suite *
 tui_model_suite(void)
 {
@@ -532,12 +613,18 @@ tui_model_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"parse_state", test_parse_state},	     {"breaker_names", test_breaker_names},
-		{"parse_slo_alerts", test_parse_slo_alerts}, {"parse_reviews", test_parse_reviews},
-		{"events_ring", test_events_ring},	     {"history", test_history},
-		{"weights_step", test_weights_step},	     {"filter", test_filter},
-		{"client_pure", test_client_pure},	     {"parse_tail", test_parse_tail},
+		{"parse_state", test_parse_state},
+		{"breaker_names", test_breaker_names},
+		{"parse_slo_alerts", test_parse_slo_alerts},
+		{"parse_reviews", test_parse_reviews},
+		{"events_ring", test_events_ring},
+		{"history", test_history},
+		{"weights_step", test_weights_step},
+		{"filter", test_filter},
+		{"client_pure", test_client_pure},
+		{"parse_tail", test_parse_tail},
 		{"hedge_rates", test_hedge_rates},
+		{"client_discover", test_client_discover},
 	};
 	Suite *s = suite_create("tui_model");
 	TCase *tc;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "clock.h"
 #include "fmt.h"
@@ -82,9 +83,54 @@ cli_args_parse(int argc, char **argv, const char *const *takes, const char *cons
 	return 0;
 }
 
+/* Whether a response header is one `call -v` shows (name case-insensitive). */
+static int
+header_shown(const char *name, size_t n)
+{
+	static const char *const names[] = {"traceparent", "tracestate", "x-request-id",
+					    "retry-after"};
+	size_t i;
+
+	if (n > 10 && strncasecmp(name, "x-fusebox-", 10) == 0)
+		return 1;
+	for (i = 0; i < ARRAY_SIZE(names); i++)
+		if (n == strlen(names[i]) && strncasecmp(name, names[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+void
+cli_print_headers(FILE *fp, const struct client_resp *r)
+{
+	const char *p = r->headers, *eol, *colon, *v;
+	size_t n;
+
+	fprintf(fp, "< HTTP %ld\n", r->status);
+	while (p != NULL && *p != '\0') {
+		eol = strchr(p, '\n');
+		n = eol != NULL ? (size_t)(eol - p) : strlen(p);
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		colon = memchr(p, ':', n);
+		if (colon != NULL && header_shown(p, (size_t)(colon - p))) {
+			for (v = colon + 1; v < p + n && (*v == ' ' || *v == '\t'); v++)
+				;
+			fprintf(fp, "< %.*s: %.*s\n", (int)(colon - p), p, (int)(p + n - v), v);
+		}
+		p = eol != NULL ? eol + 1 : p + n;
+	}
+}
+
 int
 cli_request(struct client *c, const char *method, const char *path, const char *body,
 	    long timeout_ms, struct client_resp *out)
+{
+	return cli_request_v(c, method, path, body, timeout_ms, 0, out);
+}
+
+int
+cli_request_v(struct client *c, const char *method, const char *path, const char *body,
+	      long timeout_ms, int verbose, struct client_resp *out)
 {
 	char *cause = NULL, *err;
 	int rc;
@@ -94,6 +140,10 @@ cli_request(struct client *c, const char *method, const char *path, const char *
 		fprintf(stderr, "fusebox: %s\n", cause);
 		free(cause);
 		return CLI_FAILED;
+	}
+	if (verbose) {
+		cli_print_headers(stdout, out);
+		fflush(stdout);
 	}
 	if (out->status < 200 || out->status > 299) {
 		err = client_error_text(out->status, out->body, out->len);
@@ -217,8 +267,10 @@ static const struct verb {
 	 "  review ID approve|reject [--note N]\n"
 	 "  review ID correct JSON [--note N]      decide a review item\n",
 	 0, cli_verb_review, cli_review_takes},
-	{"call", "  call ROUTE TEXT [--budget MS]          make a guarded call\n", 0, cli_verb_call,
-	 cli_call_takes},
+	{"call",
+	 "  call ROUTE TEXT [--budget MS] [-v]     make a guarded call (-v: the answer's\n"
+	 "                                         traceparent, X-Fusebox-*, Retry-After)\n",
+	 0, cli_verb_call, cli_call_takes},
 	{"reload", "  reload                                 re-read the daemon's configuration\n",
 	 0, cli_verb_reload, NULL},
 	{"diagnose",
@@ -279,6 +331,8 @@ cli_global_flag(int argc, char **argv, int *i, struct cli_globals *g)
 		g->fleet = v;
 	else if ((v = flag_value(argc, argv, i, "--host", &missing)) != NULL)
 		g->host = v;
+	else if ((v = flag_value(argc, argv, i, "--addr-file", &missing)) != NULL)
+		g->addr_file = v;
 	else if (missing)
 		return cli_usage_error("%s needs a value", a);
 	else
@@ -342,7 +396,10 @@ cli_usage(FILE *fp)
 		if (verbs[i].usage != NULL)
 			fputs(verbs[i].usage, fp);
 	fputs("\n"
-	      "URL: --url, else $FUSEBOX_URL, else " CLIENT_DEFAULT_URL ".\n"
+	      "URL: --url, else $FUSEBOX_URL, else the daemon's address file, else\n"
+	      "  " CLIENT_DEFAULT_URL ". The address file (--addr-file, else $FUSEBOX_ADDR_FILE,\n"
+	      "  else " CLIENT_ADDR_FILE_DEFAULT " without a URL) is read again while the\n"
+	      "  daemon does not answer, so the console follows it to another port.\n"
 	      "Token: --token-file (token = first field of the first line), else $FUSEBOX_TOKEN,\n"
 	      "else $FUSEBOX_TOKEN_FILE, else the daemon's tokens file when readable.\n"
 	      "--json prints the daemon's JSON. The global flags may also follow the verb;\n"

@@ -16,8 +16,9 @@ enum cli_exit { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 struct cli_globals {
 	const char *url;
 	const char *token_file;
-	const char *fleet; /* --fleet FILE (fleet_cli.h) */
-	const char *host;  /* --host NAME: one host of the fleet */
+	const char *fleet;     /* --fleet FILE (fleet_cli.h) */
+	const char *host;      /* --host NAME: one host of the fleet */
+	const char *addr_file; /* --addr-file FILE: where the daemon says it listens */
 	int json;
 	int help;
 	int version;

@@ -45,6 +45,15 @@ int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int cli_request(struct client *c, const char *method, const char *path, const char *body,
 		long timeout_ms, struct client_resp *out);
+/*
+ * cli_request(), printing first (verbose) the answer's status and the
+ * headers that say what happened to it — traceparent, tracestate,
+ * X-Fusebox-*, X-Request-ID, Retry-After — whatever its status.
+ */
+int cli_request_v(struct client *c, const char *method, const char *path, const char *body,
+		  long timeout_ms, int verbose, struct client_resp *out);
+/* Those header lines of r ("< traceparent: 00-..."), to fp. Pure but for the output. */
+void cli_print_headers(FILE *fp, const struct client_resp *r);
 /* The answer's body as it came, newline-terminated. */
 void cli_print_json(const struct client_resp *r);
 /* RFC3339 of a wall-clock ms, "-" when unset (<= 0). */

@@ -20,6 +20,7 @@ const char *const cli_level_takes[] = {"--reason", "--ttl", NULL};
 const char *const cli_breaker_takes[] = {"--reason", NULL};
 const char *const cli_review_takes[] = {"--note", NULL};
 const char *const cli_call_takes[] = {"--budget", NULL};
+static const char *const call_flags[] = {"-v", "--verbose", NULL};
 
 /* Print a route object as "ROUTE: L2 forced by alice until T: reason" / "ROUTE: L0 (auto)". */
 static int
@@ -268,10 +269,10 @@ cli_verb_call(struct client *c, int json, int argc, char **argv, const struct st
 	int64_t budget = 0;
 	int rc;
 
-	if ((rc = cli_args_parse(argc, argv, cli_call_takes, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_call_takes, call_flags, &a)) != 0)
 		return rc;
 	if (a.npos != 2)
-		return cli_usage_error("usage: call ROUTE TEXT [--budget MS]");
+		return cli_usage_error("usage: call ROUTE TEXT [--budget MS] [-v]");
 	if (a.opt[0] != NULL && (parse_int64(a.opt[0], &budget) != 0 || budget <= 0))
 		return cli_usage_error("call: --budget takes milliseconds");
 	o = cJSON_CreateObject();
@@ -281,7 +282,7 @@ cli_verb_call(struct client *c, int json, int argc, char **argv, const struct st
 	body = cJSON_PrintUnformatted(o);
 	seg = client_escape(a.pos[0]);
 	snprintf(path, sizeof path, "/v1/routes/%s/call", seg);
-	rc = cli_request(c, "POST", path, body, CALL_TIMEOUT_MS, &resp);
+	rc = cli_request_v(c, "POST", path, body, CALL_TIMEOUT_MS, a.flag[0] || a.flag[1], &resp);
 	if (rc != 0)
 		goto out;
 	if (json) {

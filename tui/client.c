@@ -21,6 +21,8 @@
 
 #define TOKEN_FILE_MAX (64 * 1024)
 
+static char *next_field(char **p);
+
 int
 client_init(struct client *c, const char *url, const char *token, int role, char **cause)
 {
@@ -59,6 +61,67 @@ client_free(struct client *c)
 		free(c->token);
 	}
 	c->token = NULL;
+}
+
+int
+client_addr_read(const char *path, char *url, size_t urlsz, char **cause)
+{
+	char text[1024], *line, *next, *p, *tok;
+	size_t n;
+	ssize_t got;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+
+		*cause = xasprintf("%s: %s", path, strerror(e));
+		return -e;
+	}
+	got = read(fd, text, sizeof text - 1);
+	close(fd);
+	text[got > 0 ? got : 0] = '\0';
+	for (line = text; line != NULL && *line != '\0'; line = next) {
+		next = strchr(line, '\n');
+		if (next != NULL)
+			*next++ = '\0';
+		p = line;
+		tok = next_field(&p);
+		if (tok == NULL || tok[0] == '#')
+			continue;
+		n = strlen(tok);
+		while (n > 0 && tok[n - 1] == '/')
+			tok[--n] = '\0';
+		if ((strncmp(tok, "http://", 7) != 0 && strncmp(tok, "https://", 8) != 0) ||
+		    n >= urlsz || n <= 8) {
+			*cause = xasprintf("%s: \"%s\" is not an http(s) URL", path, tok);
+			return -EINVAL;
+		}
+		memcpy(url, tok, n + 1);
+		return 0;
+	}
+	*cause = xasprintf("%s: no URL in the file", path);
+	return -EINVAL;
+}
+
+void
+client_discover(struct client *c, const char *flag_file, int url_given)
+{
+	const char *env = getenv("FUSEBOX_ADDR_FILE"), *file = NULL;
+	char url[sizeof c->base], *cause = NULL;
+
+	if (flag_file != NULL && flag_file[0] != '\0')
+		file = flag_file;
+	else if (env != NULL && env[0] != '\0')
+		file = env;
+	else if (!url_given)
+		file = CLIENT_ADDR_FILE_DEFAULT;
+	if (file == NULL || strlen(file) >= sizeof c->addr_file)
+		return;
+	snprintf(c->addr_file, sizeof c->addr_file, "%s", file);
+	if (!url_given && client_addr_read(file, url, sizeof url, &cause) == 0)
+		snprintf(c->base, sizeof c->base, "%s", url);
+	free(cause);
 }
 
 static size_t
@@ -140,16 +203,34 @@ client_xfer_cleanup(struct client_xfer *x)
 	memset(x, 0, sizeof *x);
 }
 
+/* The answer's header lines; a new status line (after a 100 Continue) starts again. */
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct buf *b = arg;
+	size_t n = size * nmemb;
+
+	if (n >= 5 && strncmp(p, "HTTP/", 5) == 0)
+		buf_reset(b);
+	if (buf_append(b, p, n) != 0)
+		return 0;
+	return n;
+}
+
 int
 client_do(const struct client *c, const char *method, const char *path, const char *body,
 	  long timeout_ms, struct client_resp *out, char **cause)
 {
 	struct client_xfer x;
+	struct buf hdrs;
 	CURLcode code;
 	int rc = 0;
 
 	memset(out, 0, sizeof *out);
+	buf_init(&hdrs, CLIENT_HEADERS_MAX);
 	client_xfer_setup(c, &x, method, path, body, timeout_ms);
+	curl_easy_setopt(x.h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(x.h, CURLOPT_HEADERDATA, &hdrs);
 	code = curl_easy_perform(x.h);
 	if (code != CURLE_OK) {
 		*cause = client_xfer_error(c, &x, code, timeout_ms);
@@ -159,7 +240,9 @@ client_do(const struct client *c, const char *method, const char *path, const ch
 	curl_easy_getinfo(x.h, CURLINFO_RESPONSE_CODE, &out->status);
 	out->len = x.body.len;
 	out->body = buf_steal(&x.body);
+	out->headers = buf_steal(&hdrs);
 out:
+	buf_free(&hdrs);
 	client_xfer_cleanup(&x);
 	return rc;
 }
@@ -168,6 +251,7 @@ void
 client_resp_free(struct client_resp *r)
 {
 	free(r->body);
+	free(r->headers);
 	memset(r, 0, sizeof *r);
 }
 

@@ -13,6 +13,8 @@
 #define CLIENT_BODY_MAX	    (16 * 1024 * 1024) /* ceiling of an answer body */
 #define CLIENT_DEFAULT_URL  "http://127.0.0.1:7700"
 #define CLIENT_ROLE_UNKNOWN (-1)
+/* Where fuseboxd says where it listens (the daemon's side: docs/CONSOLE.md). */
+#define CLIENT_ADDR_FILE_DEFAULT "/var/lib/fusebox/fuseboxd.addr"
 
 enum client_e {
 	CLIENT_E_TRANSPORT = 1, /* no HTTP answer: refused, timed out, too big */
@@ -22,6 +24,7 @@ struct client {
 	char base[512]; /* "http://host:port", no trailing slash */
 	char *token;	/* owned secret, NULL: no Authorization header */
 	int role; /* enum role (tokens.h) when the token file said, else CLIENT_ROLE_UNKNOWN */
+	char addr_file[512]; /* the address file ("" none): see client_discover() */
 };
 
 /* One transfer's resources (fetch.c keeps several on a multi handle). */
@@ -37,7 +40,10 @@ struct client_resp {
 	long status; /* HTTP status */
 	char *body;  /* NUL-terminated, never NULL after success */
 	size_t len;
+	char *headers; /* the final answer's header lines ("Name: value\r\n"...), or NULL */
 };
+
+#define CLIENT_HEADERS_MAX (64 * 1024)
 
 /*
  * url: NULL takes $FUSEBOX_URL, else CLIENT_DEFAULT_URL. token is copied
@@ -46,6 +52,23 @@ struct client_resp {
  */
 int client_init(struct client *c, const char *url, const char *token, int role, char **cause);
 void client_free(struct client *c);
+
+/*
+ * Read an address file: the daemon's URL is the first field of the first
+ * line that is neither blank nor a '#' comment ("http://127.0.0.1:7701
+ * 4242": the URL, then what else the daemon wrote, ignored); a trailing
+ * '/' is dropped. 0, -errno, or -EINVAL (no http(s) URL) with *cause.
+ */
+int client_addr_read(const char *path, char *url, size_t urlsz, char **cause);
+/*
+ * Where the daemon says it listens: the address file is flag_file
+ * (--addr-file), else $FUSEBOX_ADDR_FILE, else — only when no URL was given
+ * (url_given 0: no --url, no $FUSEBOX_URL) — CLIENT_ADDR_FILE_DEFAULT.
+ * Without a URL given, a readable file's URL replaces the default one.
+ * The console reads the file again while the daemon does not answer
+ * (fetch.h). A missing file changes nothing.
+ */
+void client_discover(struct client *c, const char *flag_file, int url_given);
 
 /*
  * Set up x->h (a new easy handle) for method base+path with an optional
@@ -61,7 +84,8 @@ void client_xfer_cleanup(struct client_xfer *x);
 
 /*
  * Blocking request. 0 when an HTTP answer arrived (any status; *out owns
- * the body), CLIENT_E_TRANSPORT with *cause when none did.
+ * the body and the answer's headers), CLIENT_E_TRANSPORT with *cause when
+ * none did.
  */
 int client_do(const struct client *c, const char *method, const char *path, const char *body,
 	      long timeout_ms, struct client_resp *out, char **cause);

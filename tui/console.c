@@ -12,8 +12,13 @@
  * the terminal shows sends only the changed cells: no flicker.
  *
  * Disconnected: when the state poll receives no HTTP answer, the status row
- * says "disconnected, retrying" and the last data are drawn greyed; polls
- * keep going every second and the first answer brings the colours back.
+ * says "daemon unreachable since hh:mm:ss (why)" and the last data are
+ * drawn greyed; polls keep going every second (to the URL the address
+ * file names by then, fetch.h) and the first answer brings the colours
+ * back, the status row saying "reconnected at hh:mm:ss" for a minute.
+ *
+ * The Why panel (why.h) is drawn over the screen's body while it is up and
+ * takes the keys it knows; any other key closes it and acts.
  */
 #include "console.h"
 
@@ -39,6 +44,7 @@
 #include "screen_slo.h"
 #include "tokens.h"
 #include "util.h"
+#include "why.h"
 
 #define REQUEST_TIMEOUT_MS 800
 #define EVENTS_KEPT	   2000
@@ -47,6 +53,7 @@
 #define RESTART_SHOWN_MS   (10 * 60000)
 #define AUDIT_KEPT	   2000
 #define COALESCE_MS	   15
+#define RECONNECT_SHOWN_MS 60000
 /*
  * Polled on every screen: causes read the events, sparklines the history,
  * and a key pressed on the Reviews screen at once finds the queue loaded.
@@ -202,6 +209,10 @@ merge(struct console *c, struct fetch_result *r)
 		action_answer(c, r);
 		return;
 	}
+	if (r->kind == FETCH_DIAGNOSE) {
+		why_merge(c, r);
+		return;
+	}
 	ep->seen = 1;
 	ep->ok = r->error == NULL;
 	ep->status = r->status;
@@ -209,12 +220,23 @@ merge(struct console *c, struct fetch_result *r)
 		snprintf(ep->err, sizeof ep->err, "%s", r->error);
 	if (r->kind == FETCH_STATE) {
 		if (r->transport) {
-			if (c->connected || c->down_since == 0)
+			if (c->connected || c->down_since == 0) {
 				c->down_since = r->done_ms;
+				c->down_wall = clock_wall_ms();
+			}
 			c->connected = 0;
 		} else {
+			if (!c->connected && c->down_since != 0) {
+				c->reconnected_at = clock_wall_ms();
+				c->moved_from[0] = '\0';
+			}
 			c->connected = 1;
 			c->down_since = 0;
+		}
+		/* The address file named another URL and the daemon answered there. */
+		if (!r->transport && r->base[0] && strcmp(r->base, c->cli->base) != 0) {
+			snprintf(c->moved_from, sizeof c->moved_from, "%s", c->cli->base);
+			snprintf(c->cli->base, sizeof c->cli->base, "%s", r->base);
 		}
 	}
 	if (r->error != NULL)
@@ -281,19 +303,37 @@ draw_title(struct console *c)
 		       c->cli->base, 0);
 }
 
+/* s without "http://" (the status row is short; https:// stays as it says something). */
+static void
+strip_http(const char *s, char *out, size_t outsz)
+{
+	size_t o = 0;
+
+	while (*s != '\0' && o + 1 < outsz) {
+		if (strncmp(s, "http://", 7) == 0) {
+			s += 7;
+			continue;
+		}
+		out[o++] = *s++;
+	}
+	out[o] = '\0';
+}
+
 static void
 draw_status(struct console *c)
 {
 	const struct state_v *s = c->state;
-	char up[32], down[32], line[512];
+	char up[32], down[32], line[512], conn[600] = "connected";
 	const char *err = console_ep_error(c, FETCH_STATE);
 	const char *role = c->cli->role >= 0 ? role_name((enum role)c->cli->role) : NULL;
 	int x, restarted;
 
 	if (!c->connected && c->ep[FETCH_STATE].seen) {
-		fmt_duration(down, sizeof down, c->now_mono - c->down_since, 0);
-		snprintf(line, sizeof line, " disconnected, retrying (%s): %s", down,
-			 err ? err : "");
+		char why[sizeof c->ep[0].err];
+
+		fmt_clock(down, sizeof down, c->down_wall, c->now_wall);
+		strip_http(err ? err : "no answer", why, sizeof why);
+		snprintf(line, sizeof line, " daemon unreachable since %s (%s)", down, why);
 		ui_put(1, 0, COLS, C_STATUS_BAD, line, FMT_PAD);
 		return;
 	}
@@ -307,17 +347,27 @@ draw_status(struct console *c)
 	}
 	fmt_duration(up, sizeof up, s->uptime_s * 1000, 0);
 	restarted = c->restart_at > 0 && c->now_wall - c->restart_at < RESTART_SHOWN_MS;
+	if (c->reconnected_at > 0 && c->now_wall - c->reconnected_at < RECONNECT_SHOWN_MS) {
+		char when[32];
+		const char *host = c->cli->base;
+
+		/* A minute long: when it came back, and where when that moved. */
+		fmt_clock(when, sizeof when, c->reconnected_at, c->now_wall);
+		if (strncmp(host, "http://", 7) == 0)
+			host += 7;
+		snprintf(conn, sizeof conn, "reconnected at %s%s%s", when,
+			 c->moved_from[0] ? " on " : "", c->moved_from[0] ? host : "");
+	}
 	/* Flagged, the restart takes the place of the route and backend counts. */
 	if (restarted)
-		snprintf(line, sizeof line, " connected  fuseboxd %s  up %s  inflight %d%s%s%s",
+		snprintf(line, sizeof line, " %s  fuseboxd %s  up %s  inflight %d%s%s%s", conn,
 			 s->version, up, s->inflight, role ? "  [" : "", role ? role : "",
 			 role ? "]" : "");
 	else
-		snprintf(
-			line, sizeof line,
-			" connected  fuseboxd %s  up %s  inflight %d  routes %d  backends %d%s%s%s",
-			s->version, up, s->inflight, s->nroutes, s->nbackends, role ? "  [" : "",
-			role ? role : "", role ? "]" : "");
+		snprintf(line, sizeof line,
+			 " %s  fuseboxd %s  up %s  inflight %d  routes %d  backends %d%s%s%s", conn,
+			 s->version, up, s->inflight, s->nroutes, s->nbackends, role ? "  [" : "",
+			 role ? role : "", role ? "]" : "");
 	ui_put(1, 0, COLS, C_STATUS, line, FMT_PAD);
 	if (restarted) {
 		char when[32], flag[64];
@@ -376,6 +426,11 @@ draw_footer(struct console *c, int *cy, int *cx)
 	/* "? help  q quit" always shows; the screen's hints take the rest. */
 	end = MAX(COLS - fmt_width(tail), 0);
 	x = 0;
+	if (why_active()) {
+		x += ui_put(y, x, end - x, C_NORMAL, WHY_HINTS, 0);
+		ui_put(y, x, COLS - x, C_NORMAL, tail, 0);
+		return;
+	}
 	if (c->filter[c->screen][0])
 		x += ui_printf(y, x, end - x, C_ACCENT, 0, "[/%s] ", c->filter[c->screen]);
 	x += ui_put(y, x, end - x, C_NORMAL, sc->hints ? sc->hints : "", 0);
@@ -401,18 +456,24 @@ draw(struct console *c)
 		ui_grey(!c->connected && c->ep[FETCH_STATE].seen);
 		screens[c->screen]->draw(c, 2, LINES - 3 - msg_rows(c), COLS);
 		ui_grey(0);
+		if (why_active())
+			why_draw(c, 2, LINES - 3 - msg_rows(c), COLS);
 	}
 	draw_footer(c, &cy, &cx);
 	if (c->help) {
-		for (i = 0; screens[c->screen]->help && screens[c->screen]->help[i] &&
-			    n < (int)ARRAY_SIZE(help) - 20;
+		for (i = 0; why_active() && why_help[i] && n < (int)ARRAY_SIZE(help) - 40; i++)
+			help[n++] = why_help[i];
+		if (n > 0)
+			help[n++] = "";
+		for (i = 0; !why_active() && screens[c->screen]->help &&
+			    screens[c->screen]->help[i] && n < (int)ARRAY_SIZE(help) - 20;
 		     i++)
 			help[n++] = screens[c->screen]->help[i];
 		help[n++] = "";
 		for (i = 0; global_help[i]; i++)
 			help[n++] = global_help[i];
 		help[n] = NULL;
-		help_draw(screens[c->screen]->name, help);
+		help_draw(why_active() ? "Why" : screens[c->screen]->name, help);
 	}
 	if (c->form.active)
 		form_draw(&c->form, &cy, &cx);
@@ -512,6 +573,9 @@ key(struct console *c, int k)
 		}
 		return;
 	}
+	/* The Why panel takes its keys; any other closes it and acts below. */
+	if (why_active() && why_key(c, k))
+		return;
 	nx = screens[c->screen]->key(c, k);
 	if (nx == NEXT_QUIT)
 		c->quit = 1;
@@ -696,6 +760,7 @@ console_run(struct client *cli)
 		}
 		if (c.quit)
 			break;
+		why_tick(&c);
 		draw(&c);
 	}
 	endwin();
@@ -711,5 +776,6 @@ out:
 	rate_track_free(&c.rates);
 	slo_hist_free(c.hist_d);
 	audit_list_free(&c.audit);
+	why_free();
 	return rc;
 }

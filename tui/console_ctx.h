@@ -61,9 +61,12 @@ struct console {
 	struct slo_hist_v *hist_d; /* the daemon's per-minute history (NULL: none yet) */
 	struct audit_list audit;
 	struct endpoint_status ep[FETCH__COUNT];
-	int connected;	    /* the last /v1/state poll got an HTTP answer */
-	int64_t down_since; /* monotonic ms when it went away */
-	int64_t restart_at; /* wall ms when the daemon was seen restarting (uptime went back) */
+	int connected;		/* the last /v1/state poll got an HTTP answer */
+	int64_t down_since;	/* monotonic ms when it went away */
+	int64_t down_wall;	/* the same, wall ms (the status row says since when) */
+	int64_t reconnected_at; /* wall ms of the first answer after it went away */
+	char moved_from[512];	/* the URL it answered on before it moved ("" same) */
+	int64_t restart_at;	/* wall ms when the daemon was seen restarting (uptime went back) */
 
 	/* UI */
 	char filter[SCR__COUNT][128];

@@ -31,6 +31,8 @@
 struct action {
 	struct action *next;
 	int tag;
+	enum fetch_kind kind; /* FETCH_ACTION, or a kind fetch_get() asked for */
+	long timeout_ms;      /* 0: the fetch's own */
 	char method[8];
 	char *path;
 	char *body;
@@ -41,6 +43,8 @@ struct xfer {
 	struct client_xfer x;
 	enum fetch_kind kind;
 	int tag;
+	long timeout_ms;
+	char base[sizeof((struct client *)0)->base]; /* where it went */
 };
 
 struct fetch {
@@ -67,6 +71,7 @@ struct fetch {
 	int64_t events_after;
 	int64_t audit_after;
 	int64_t history_next; /* monotonic ms of the next history poll */
+	int lost;	      /* the last state poll got no answer: look in addr_file */
 };
 
 static const char *const poll_paths[] = {
@@ -76,6 +81,7 @@ static const char *const poll_paths[] = {
 	[FETCH_REVIEWS] = "/v1/reviews?limit=200",
 	[FETCH_HISTORY] = "/v1/slo/history?minutes=60",
 	[FETCH_AUDIT] = "/v1/audit",
+	[FETCH_DIAGNOSE] = "/v1/diagnose",
 };
 
 void
@@ -92,6 +98,7 @@ fetch_result_free(struct fetch_result *r)
 	events_free(r->events);
 	slo_hist_free(r->hist);
 	audits_free(r->audit);
+	diag_free(r->diag);
 	free(r);
 }
 
@@ -104,7 +111,7 @@ push_result(struct fetch *f, struct fetch_result *r)
 	pthread_mutex_lock(&f->mu);
 	if (f->nresults >= RESULTS_MAX) {
 		for (pp = &f->head; *pp != NULL; pp = &(*pp)->next) {
-			if ((*pp)->kind != FETCH_ACTION) {
+			if ((*pp)->kind < FETCH_ACTION) { /* a poll: a newer one follows */
 				old = *pp;
 				*pp = old->next;
 				f->nresults--;
@@ -130,13 +137,15 @@ push_result(struct fetch *f, struct fetch_result *r)
 
 static void
 start_xfer(struct fetch *f, enum fetch_kind kind, int tag, const char *method, const char *path,
-	   const char *body)
+	   const char *body, long timeout_ms)
 {
 	struct xfer *t = xcalloc(1, sizeof *t);
 
 	t->kind = kind;
 	t->tag = tag;
-	client_xfer_setup(&f->c, &t->x, method, path, body, f->timeout_ms);
+	t->timeout_ms = timeout_ms > 0 ? timeout_ms : f->timeout_ms;
+	memcpy(t->base, f->c.base, sizeof t->base);
+	client_xfer_setup(&f->c, &t->x, method, path, body, t->timeout_ms);
 	curl_easy_setopt(t->x.h, CURLOPT_PRIVATE, t);
 	if (curl_multi_add_handle(f->multi, t->x.h) != CURLM_OK)
 		abort();
@@ -144,7 +153,7 @@ start_xfer(struct fetch *f, enum fetch_kind kind, int tag, const char *method, c
 	if (f->running != NULL)
 		f->running->prev = t;
 	f->running = t;
-	if (kind != FETCH_ACTION)
+	if (kind < FETCH_ACTION)
 		f->busy[kind] = 1;
 }
 
@@ -180,13 +189,13 @@ start_polls(struct fetch *f, unsigned want, int kick)
 		if (k == FETCH_AUDIT) {
 			snprintf(path, sizeof path, "/v1/audit?after=%lld&limit=%d",
 				 (long long)f->audit_after, FETCH_EVENTS_PAGE);
-			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL);
+			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL, 0);
 		} else if (k == FETCH_EVENTS) {
 			snprintf(path, sizeof path, "/v1/events?after=%lld&limit=%d",
 				 (long long)f->events_after, FETCH_EVENTS_PAGE);
-			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL);
+			start_xfer(f, (enum fetch_kind)k, 0, "GET", path, NULL, 0);
 		} else {
-			start_xfer(f, (enum fetch_kind)k, 0, "GET", poll_paths[k], NULL);
+			start_xfer(f, (enum fetch_kind)k, 0, "GET", poll_paths[k], NULL, 0);
 		}
 	}
 }
@@ -229,6 +238,9 @@ parse_answer(struct fetch *f, struct fetch_result *r, const char *body, size_t l
 	case FETCH_HISTORY:
 		rc = model_parse_history(body, len, &r->hist, &cause);
 		break;
+	case FETCH_DIAGNOSE:
+		rc = model_parse_diagnose(body, len, &r->diag, &cause);
+		break;
 	case FETCH_AUDIT:
 		rc = model_parse_audit(body, len, &r->audit, &cause);
 		if (rc != 0)
@@ -256,13 +268,18 @@ static void
 finish_xfer(struct fetch *f, struct xfer *t, CURLcode code)
 {
 	struct fetch_result *r = xcalloc(1, sizeof *r);
+	struct client at = f->c; /* the URL the transfer went to, for its messages */
 
 	r->kind = t->kind;
 	r->tag = t->tag;
 	r->done_ms = clock_mono_ms();
+	memcpy(r->base, t->base, sizeof r->base);
+	memcpy(at.base, t->base, sizeof at.base);
+	if (t->kind == FETCH_STATE)
+		f->lost = code != CURLE_OK;
 	if (code != CURLE_OK) {
 		r->transport = 1;
-		r->error = client_xfer_error(&f->c, &t->x, code, f->timeout_ms);
+		r->error = client_xfer_error(&at, &t->x, code, t->timeout_ms);
 		goto out;
 	}
 	curl_easy_getinfo(t->x.h, CURLINFO_RESPONSE_CODE, &r->status);
@@ -275,10 +292,30 @@ finish_xfer(struct fetch *f, struct xfer *t, CURLcode code)
 		parse_answer(f, r, t->x.body.data ? t->x.body.data : "", t->x.body.len);
 	}
 out:
-	if (t->kind != FETCH_ACTION)
+	if (t->kind < FETCH_ACTION)
 		f->busy[t->kind] = 0;
 	xfer_drop(f, t);
 	push_result(f, r);
+}
+
+/*
+ * The daemon went away: when the address file names another URL, use
+ * that one from now on (the transfers still running to the old one end on
+ * their own). A missing or unreadable file changes nothing.
+ */
+static void
+rediscover(struct fetch *f)
+{
+	char url[sizeof f->c.base], *cause = NULL;
+
+	if (!f->lost || f->c.addr_file[0] == '\0')
+		return;
+	if (client_addr_read(f->c.addr_file, url, sizeof url, &cause) != 0) {
+		free(cause);
+		return;
+	}
+	if (strcmp(url, f->c.base) != 0)
+		snprintf(f->c.base, sizeof f->c.base, "%s", url);
 }
 
 static void *
@@ -308,6 +345,7 @@ worker(void *arg)
 
 		now = clock_mono_ms();
 		if (kick || now >= f->next_tick) {
+			rediscover(f);
 			start_polls(f, want, kick);
 			if (now >= f->next_tick) {
 				f->next_tick += TICK_MS;
@@ -317,7 +355,7 @@ worker(void *arg)
 		}
 		while ((a = acts) != NULL) {
 			acts = a->next;
-			start_xfer(f, FETCH_ACTION, a->tag, a->method, a->path, a->body);
+			start_xfer(f, a->kind, a->tag, a->method, a->path, a->body, a->timeout_ms);
 			free(a->path);
 			free(a->body);
 			free(a);
@@ -437,12 +475,15 @@ fetch_kick(struct fetch *f)
 	curl_multi_wakeup(f->multi);
 }
 
-int
-fetch_action(struct fetch *f, const char *method, const char *path, const char *body)
+static int
+queue(struct fetch *f, enum fetch_kind kind, long timeout_ms, const char *method, const char *path,
+      const char *body)
 {
 	struct action *a = xcalloc(1, sizeof *a);
 	int tag;
 
+	a->kind = kind;
+	a->timeout_ms = timeout_ms;
 	snprintf(a->method, sizeof a->method, "%s", method);
 	a->path = xstrdup(path);
 	a->body = body != NULL ? xstrdup(body) : NULL;
@@ -456,6 +497,18 @@ fetch_action(struct fetch *f, const char *method, const char *path, const char *
 	pthread_mutex_unlock(&f->mu);
 	curl_multi_wakeup(f->multi);
 	return tag;
+}
+
+int
+fetch_action(struct fetch *f, const char *method, const char *path, const char *body)
+{
+	return queue(f, FETCH_ACTION, 0, method, path, body);
+}
+
+int
+fetch_get(struct fetch *f, enum fetch_kind kind, const char *path, long timeout_ms)
+{
+	return queue(f, kind, timeout_ms, "GET", path, NULL);
 }
 
 struct fetch_result *

@@ -9,6 +9,11 @@
  * UI thread waits on fetch_fd() and takes them with fetch_take(). A poll
  * whose previous transfer is still running is skipped, not stacked.
  *
+ * Rediscovery: when the client names an address file (client.h
+ * addr_file) and the state poll gets no answer, the worker reads the file
+ * before each tick's polls; a URL there other than the one in use becomes
+ * the one in use. Each result says which URL it went to (base).
+ *
  * Threads: fetch_* may be called from the UI thread; the worker owns the
  * multi handle. Results are handed over whole (the taker frees them).
  */
@@ -27,6 +32,7 @@ enum fetch_kind {
 	FETCH_HISTORY, /* /v1/slo/history: every HISTORY_EVERY_MS, not every tick */
 	FETCH_AUDIT,
 	FETCH_ACTION,
+	FETCH_DIAGNOSE, /* /v1/diagnose: on demand (fetch_get), parsed into ->diag */
 	FETCH__COUNT
 };
 #define FETCH_BIT(k) (1u << (k))
@@ -51,6 +57,8 @@ struct fetch_result {
 	struct events_v *events;
 	struct slo_hist_v *hist;
 	struct audits_v *audit;
+	struct diag_v *diag;
+	char base[512]; /* the daemon's URL the request went to (client.h base) */
 };
 
 struct fetch;
@@ -67,6 +75,11 @@ void fetch_want(struct fetch *f, unsigned mask);
 void fetch_kick(struct fetch *f);
 /* Queue a request (body copied, may be NULL). Returns its tag (> 0). */
 int fetch_action(struct fetch *f, const char *method, const char *path, const char *body);
+/*
+ * Queue a GET whose answer is parsed as kind (FETCH_DIAGNOSE), with its own
+ * timeout (a diagnosis takes longer than a poll). Returns its tag (> 0).
+ */
+int fetch_get(struct fetch *f, enum fetch_kind kind, const char *path, long timeout_ms);
 /* All waiting results, oldest first (a list through ->next), or NULL. */
 struct fetch_result *fetch_take(struct fetch *f);
 /* Free one result and whatever it still holds (fields may be stolen first). */

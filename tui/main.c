@@ -4,8 +4,9 @@
  *   fusebox [--url URL] [--token-file FILE] [--json] [VERB ARGS...]
  *
  * Global flags stand before or after the verb (up to "--"); no verb opens
- * the console. The URL is --url, else $FUSEBOX_URL, else
- * http://127.0.0.1:7700; the token comes from client_token_resolve()
+ * the console. The URL is --url, else $FUSEBOX_URL, else the daemon's
+ * address file (client_discover()), else http://127.0.0.1:7700; the token
+ * comes from client_token_resolve()
  * (client.h). The fleet file is --fleet, else $FUSEBOX_FLEET unless --url
  * is given (fleet_cli.h).
  */
@@ -120,6 +121,12 @@ main(int argc, char **argv)
 		goto out;
 	}
 	have_client = 1;
+	/* Not for a fleet: each host has its URL in the fleet file. */
+	if (g.fleet == NULL) {
+		env = getenv("FUSEBOX_URL");
+		client_discover(&cli, g.addr_file,
+				g.url != NULL || (env != NULL && env[0] != '\0'));
+	}
 	if (g.fleet != NULL)
 		rc = fleet_cli_run(&fleet, token, role, g.host, g.json, argc - i, argv + i);
 	else if (i >= argc)

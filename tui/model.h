@@ -451,3 +451,111 @@ int64_t cause_auto_level(const struct event_ring *ev, const char *route, char *o
 int cause_route(const struct state_v *s, const struct event_ring *ev, const struct slo_route_v *sr,
 		const struct route_v *r, int utf8, void (*clock_text)(char *, size_t, int64_t),
 		char *out, size_t outsz);
+
+/*
+ * GET /v1/diagnose (API.md "Diagnosis", docs/DIAGNOSE.md): why a route is
+ * degraded, as the daemon analysed it. Parsed in model_diag.c; the strings
+ * are the daemon's (its sentences give times in UTC).
+ */
+struct diag_cause_v {
+	double share; /* of the window's degraded calls */
+	char reason[MODEL_NAME_MAX];
+	char backend[MODEL_NAME_MAX]; /* "" when the cause has none */
+	char phase[32];
+	int64_t since;
+	char text[512];		 /* the daemon's sentence */
+	int calls;		 /* evidence.calls, -1 absent */
+	int previous_calls;	 /* evidence.previous_calls: the window before */
+	char breaker_event[256]; /* evidence.breaker_event */
+	char *query;		 /* the SQL that proves it, or NULL */
+};
+
+struct diag_contrast_v {
+	char factor[32];
+	char text[256];
+};
+
+struct diag_change_v {
+	int64_t at;
+	char kind[32];
+	char subject[MODEL_NAME_MAX];
+	char actor[MODEL_NAME_MAX];
+	char detail[256];
+};
+
+struct diag_suggestion_v {
+	char text[256];
+	char action[512]; /* the CLI command, "" when there is none */
+};
+
+struct diag_route_v {
+	char route[MODEL_NAME_MAX];
+	double service; /* availabilities over the window (NAN: none) */
+	double smart;
+	int calls;
+	int degraded;
+	int64_t episode_start; /* 0: healthy now */
+	struct diag_cause_v *causes;
+	int ncauses;
+	struct diag_contrast_v *contrasts;
+	int ncontrasts;
+	struct diag_change_v *changes;
+	int nchanges;
+	struct diag_suggestion_v *suggestions;
+	int nsuggestions;
+};
+
+struct diag_v {
+	int64_t from; /* the window */
+	int64_t to;
+	int truncated;
+	struct diag_route_v *routes;
+	int nroutes;
+};
+
+int model_parse_diagnose(const char *json, size_t len, struct diag_v **out, char **cause);
+void diag_free(struct diag_v *d);
+const struct diag_route_v *diag_route(const struct diag_v *d, const char *route);
+/*
+ * The words of a cause's sentence without its share and its tail
+ * ("first_byte_timeout on primary-v2 (connect p50 2 ms, first byte > 800
+ * ms in 96 %)"), and the evidence in its parentheses ("connect p50 2 ms,
+ * ..."; "" when it has none). Built from the fields when the sentence is
+ * not the daemon's usual one.
+ */
+void diag_cause_words(const struct diag_cause_v *c, char *out, size_t outsz);
+void diag_cause_evidence(const struct diag_cause_v *c, char *out, size_t outsz);
+/*
+ * The Overview's line for a diagnosed route from its first cause: share,
+ * reason, backend and the evidence in a few words (cause_short): "92%
+ * first_byte_timeout on primary-v2 (connect p50 2 ms, first byte > 800 ms
+ * in 96 %)", "88% breaker_open on flaky-v1 (3x http_5xx)"; 0 and "" when
+ * the diagnosis names none (or r is NULL).
+ */
+int diag_why(const struct diag_route_v *r, int utf8, char *out, size_t outsz);
+
+/*
+ * The Why panel's text, line by line (pure, so tested with literals):
+ * the route's figures, the first cause (share, phase, backend, evidence,
+ * the calls behind it, the query that proves it), the other causes, what
+ * differs between failing and succeeding attempts, the changes before the
+ * episode and the advice with its command. clock_text formats a wall time
+ * as the console shows it.
+ */
+enum diag_line_kind { DL_TEXT, DL_HEAD, DL_MAIN, DL_DIM, DL_CMD };
+
+struct diag_line {
+	enum diag_line_kind kind;
+	int indent; /* columns before the text */
+	char *text;
+};
+
+struct diag_lines {
+	struct diag_line *v;
+	int n;
+	int cap;
+};
+
+void diag_lines_build(const struct diag_route_v *r, int64_t from, int64_t to,
+		      void (*clock_text)(char *, size_t, int64_t), struct diag_lines *out);
+void diag_lines_free(struct diag_lines *l);

@@ -5,7 +5,10 @@
  * objectives, firing alerts, reviews pending and an rps trend. Whatever is
  * degraded says why on a cause line (model_cause.c: the automatic level's
  * reason and since when, the open breakers of its targets with their
- * opening causes, smart availability below the objective). The header
+ * opening causes, smart availability below the objective) and, once the
+ * daemon has diagnosed it (why.h, in the background at most every 10 s
+ * while a route is degraded), a "why:" line with the diagnosis' first
+ * cause; w opens the Why panel on the selected route. The header
  * counts routes off L0 and degraded calls per minute. Below, the selected
  * route's sparklines, each labelled with its range: rps over the last ten
  * minutes (1 Hz snapshots, model.c history) and, per minute over the last
@@ -23,6 +26,7 @@
 #include "fmt.h"
 #include "screen_routes.h"
 #include "util.h"
+#include "why.h"
 
 #define PANEL_ROWS 5
 #define LABEL_COLS 30 /* "now 12.3 (0.0-99.9)" after a sparkline */
@@ -43,6 +47,8 @@ static const char *const overview_help[] = {
 	"  ! line   why a route is degraded: the auto level and since when, the",
 	"           open breakers of its targets and their opening cause,",
 	"           smart availability below the objective",
+	"  why:     the daemon's diagnosis, its first cause (share, reason,",
+	"           backend, evidence), asked every 10 s while a route is degraded",
 	"  SVC/SMART availability over 5 minutes (red: below the objective)",
 	"  ALRT     firing alerts   REV  reviews pending",
 	"  header   routes off L0; degraded calls in the last minute",
@@ -51,6 +57,7 @@ static const char *const overview_help[] = {
 	"  columns  a narrow screen drops the least needed first (header ends in >)",
 	"  select   until you move, the first degraded route is selected",
 	"Enter      show the route on the Routes screen",
+	"w          why: the daemon's diagnosis of the selected route (panel)",
 	"L          force the selected route's level (L2 preselected; confirm)",
 	NULL,
 };
@@ -123,8 +130,10 @@ item_rows(const struct console *c, int vi)
 	char cause[CAUSE_MAX], lines[CAUSE_ROWS][CAUSE_MAX];
 	int n = 0;
 
-	if (route_cause(c, r, cause, sizeof cause))
+	if (route_cause(c, r, cause, sizeof cause)) {
 		n = cause_rows(cause, ov.cols > 0 ? ov.cols : 80, lines, CAUSE_ROWS);
+		n += why_line(c, r->name, cause, sizeof cause);
+	}
 	return 1 + r->forced + n;
 }
 
@@ -248,6 +257,16 @@ draw_cause(const char *cause, int y, int rows, int cols)
 		ui_put(y + i, 4, cols - 4, C_BAD, lines[i], 0);
 	}
 	return n;
+}
+
+/* The diagnosis' first cause in one row, cut with an ellipsis (w shows it whole). */
+static void
+draw_why(const char *why, int y, int cols)
+{
+	char line[CAUSE_MAX + 16];
+
+	snprintf(line, sizeof line, "    why: %s", why);
+	ui_put(y, 0, cols, C_WARN, line, 0);
 }
 
 static void
@@ -412,8 +431,11 @@ overview_draw(struct console *c, int top, int rows, int cols)
 		draw_row(c, r, y++, cols, i == ov.ls.sel);
 		if (r->forced && y < top + 2 + list_rows)
 			draw_forced(c, r, y++, cols);
-		if (route_cause(c, r, cause, sizeof cause) && y < top + 2 + list_rows)
-			y += draw_cause(cause, y, top + 2 + list_rows - y, cols);
+		if (!route_cause(c, r, cause, sizeof cause) || y >= top + 2 + list_rows)
+			continue;
+		y += draw_cause(cause, y, top + 2 + list_rows - y, cols);
+		if (why_line(c, r->name, cause, sizeof cause) && y < top + 2 + list_rows)
+			draw_why(cause, y++, cols);
 	}
 	if (ov.vis.n == 0)
 		ui_put(top + 2, 1, cols - 1, C_DIM,
@@ -437,6 +459,11 @@ overview_key(struct console *c, int key)
 		console_route_select(c, c->state->routes[ov.vis.idx[ov.ls.sel]].name);
 		return NEXT_DONE;
 	}
+	if (key == 'w' && ov.vis.n > 0) {
+		ov.moved = 1;
+		why_open(c, c->state->routes[ov.vis.idx[ov.ls.sel]].name);
+		return NEXT_DONE;
+	}
 	if (key == 'L' && ov.vis.n > 0) {
 		ov.moved = 1;
 		if (console_can_operate(c))
@@ -452,6 +479,6 @@ const struct screen screen_overview = {
 	.want = FETCH_BIT(FETCH_SLO) | FETCH_BIT(FETCH_ALERTS),
 	.draw = overview_draw,
 	.key = overview_key,
-	.hints = "j/k move  Enter routes  / filter",
+	.hints = "j/k move  Enter routes  w why  / filter",
 	.op_hints = "L level",
 };

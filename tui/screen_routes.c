@@ -10,7 +10,7 @@
  * the edit stays pending (NEW column) until Enter applies it after a
  * confirmation (PUT /v1/routes/{r}/weights) or Esc drops it. L forces the
  * route's level (0-3, a reason, an optional TTL, confirm); A releases it
- * to automatic control (confirm).
+ * to automatic control (confirm); w opens the Why panel on the route.
  */
 #include "screen_routes.h"
 
@@ -24,6 +24,7 @@
 #include "client.h"
 #include "fmt.h"
 #include "util.h"
+#include "why.h"
 
 #define ROW_CODE(ri, ti) ((ri) * (MODEL_TARGETS_MAX + 1) + (ti) + 1)
 #define ROW_ROUTE(code)	 ((code) / (MODEL_TARGETS_MAX + 1))
@@ -52,6 +53,7 @@ static const char *const routes_help[] = {
 	"Esc        drop the pending weights",
 	"L          force the route's level: 0-3, reason, optional TTL (confirm)",
 	"A          release the route to automatic level control (confirm)",
+	"w          why: the daemon's diagnosis of the selected route (panel)",
 	"HEDGE      delay before a hedged attempt starts (off: no hedging)",
 	"WON/m LOST/m  hedges per minute that answered first / were cancelled",
 	NULL,
@@ -494,6 +496,10 @@ routes_key(struct console *c, int key)
 		if (r != NULL && console_can_operate(c))
 			routes_level_form(c, r);
 		return NEXT_DONE;
+	case 'w':
+		if (r != NULL)
+			why_open(c, r->name);
+		return NEXT_DONE;
 	case 'A':
 		if (r != NULL && console_can_operate(c))
 			open_simple(c, "Release to auto", r->name, release_check, release_apply);
@@ -509,6 +515,6 @@ const struct screen screen_routes = {
 	.want = 0,
 	.draw = routes_draw,
 	.key = routes_key,
-	.hints = "j/k move  / filter",
+	.hints = "j/k  w why  / filter",
 	.op_hints = "+/- weight  Enter apply  L level  A auto",
 };
