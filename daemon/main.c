@@ -15,6 +15,7 @@
 
 #include <curl/curl.h>
 
+#include "addrfile.h"
 #include "commit.h"
 #include "config.h"
 #include "daemon.h"
@@ -128,7 +129,7 @@ main(int argc, char **argv)
 	struct engine *eng = NULL;
 	struct http_server *srv = NULL;
 	struct http_opts ho;
-	char *cause = NULL;
+	char *cause = NULL, *addr_path = NULL;
 	sigset_t set;
 
 	while ((ch = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
@@ -243,6 +244,16 @@ main(int argc, char **argv)
 	}
 	printf("listening on %s:%d\n", live->listen_host, http_port(srv));
 	fflush(stdout);
+	/* where the console finds this daemon again (docs/CONSOLE.md) */
+	addr_path = addrfile_path(live->database);
+	if (addr_path != NULL &&
+	    addrfile_write(addr_path, live->listen_host, http_port(srv), &cause) != 0) {
+		log_warn("main", "%s (the console will not find this daemon by it)", cause);
+		free(cause);
+		cause = NULL;
+		free(addr_path);
+		addr_path = NULL;
+	}
 	log_info("main", "fuseboxd %s up: %d backends, %d routes, database %s", FB_VERSION,
 		 live->nbackends, live->nroutes, live->database);
 	{
@@ -271,6 +282,8 @@ main(int argc, char **argv)
 	engine_stop(eng);
 	rc = 0;
 out:
+	addrfile_remove(addr_path);
+	free(addr_path);
 	http_stop(srv);
 	daemon_free(eng);
 	store_close(st);

@@ -5,11 +5,15 @@
 # shows the expected routes / backends / states; forcing a level, weights
 # and breakers from the console change /v1/state; deciding a review
 # changes the DB; a viewer cannot force; a stopped daemon shows
-# "disconnected, retrying" and the console recovers when it returns; a hung
-# daemon does not hold key handling; 80x24, resize, NO_COLOR, the ASCII
-# fallback, UTF-8 (Chinese) text; issue 23: the adaptive concurrency
-# limit, rate limits and hedges on the Breakers and Routes screens at 80x24
-# and 200x50. See lib.sh for the fixture.
+# "daemon unreachable since ..." and the console recovers when it returns
+# ("reconnected at ..."), also on another port that the address file names
+# (--addr-file; a missing file: it keeps waiting); a hung daemon does not
+# hold key handling; 80x24, resize, NO_COLOR, the ASCII fallback, UTF-8
+# (Chinese) text; issue 23: the adaptive concurrency limit, rate limits and
+# hedges on the Breakers and Routes screens at 80x24 and 200x50; issue 21:
+# the Why panel (w) and the Overview's "why:" line, diagnosed off the UI
+# thread through a proxy that answers 503 diagnose_busy and is slow. See
+# lib.sh for the fixture.
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -23,6 +27,79 @@ fi
 FB_TAIL=1 # primary-v2: adaptive concurrency; intent: hedge after 800 ms
 fixture_start
 for i in 1 2 3; do call_route intent "我要退款 $i" >/dev/null; done
+
+# A proxy in front of the daemon for the Why panel's tests: every odd
+# GET /v1/diagnose is answered 503 diagnose_busy (Retry-After: 1), every
+# even one waits DELAY seconds and goes through; each is logged
+# ("TIME N STATUS PATH"). Everything else goes through at once.
+cat >"$T/diagproxy.py" <<'PY'
+import http.server, socketserver, sys, threading, time, urllib.error, urllib.request
+upstream, logf, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
+n = [0]
+lock = threading.Lock()
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+    def reply(self, code, ctype, data, extra=()):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+    def fwd(self):
+        ln = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(ln) if ln else None
+        if self.path.startswith("/v1/diagnose"):
+            with lock:
+                n[0] += 1
+                k = n[0]
+            busy = k % 2 == 1
+            with open(logf, "a") as f:
+                f.write("%.3f %d %s %s\n" % (time.time(), k, "503" if busy else "200", self.path))
+            if busy:
+                self.reply(503, "application/json",
+                           b'{"error":{"code":"diagnose_busy","message":"a diagnosis is running"}}',
+                           [("Retry-After", "1")])
+                return
+            time.sleep(delay)
+        req = urllib.request.Request(upstream + self.path, data=body, method=self.command)
+        for h in ("Authorization", "Content-Type", "Accept"):
+            if self.headers.get(h):
+                req.add_header(h, self.headers[h])
+        try:
+            r = urllib.request.urlopen(req, timeout=10)
+            code, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "application/json")
+        except urllib.error.HTTPError as e:
+            code, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "application/json")
+        except Exception:
+            self.reply(502, "text/plain", b"proxy: upstream down")
+            return
+        self.reply(code, ctype, data)
+    do_GET = do_POST = do_PUT = do_DELETE = fwd
+class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+s = S(("127.0.0.1", 0), H)
+print(s.server_address[1], flush=True)
+s.serve_forever()
+PY
+PROXY_PID=
+trap 'proxy_stop; cleanup' EXIT
+proxy_start() { # DELAY
+	: >"$T/diag.log"
+	python3 "$T/diagproxy.py" "$URL" "$T/diag.log" "$1" >"$T/proxy.port" &
+	PROXY_PID=$!
+	wait_until 5 test -s "$T/proxy.port"
+	PROXY_URL=http://127.0.0.1:$(cat "$T/proxy.port")
+}
+proxy_stop() {
+	if [ -n "$PROXY_PID" ]; then
+		kill "$PROXY_PID" 2>/dev/null
+		wait "$PROXY_PID" 2>/dev/null
+		PROXY_PID=
+	fi
+}
 
 # check NAME SESSION PATTERN [SECONDS] [REASON]: the pane shows PATTERN.
 check() {
@@ -72,6 +149,20 @@ lines=$(screen $OP | wc -l)
 [ "$lines" -eq 24 ] && ok overview_80x24 || not_ok overview_80x24 "pane has $lines lines"
 # the rps history builds up (1 Hz snapshots) into a sparkline
 check overview_sparkline $OP '^ rps +.*[▁▂▃▄▅▆▇█]' 8
+
+# --- issue 21: every route healthy, so no diagnosis is asked in the background ---
+proxy_start 0
+console_start hl 80x24 -- --url "$PROXY_URL" --token-file "$T/op.token"
+check healthy_up hl '^ticket +L0 ' 8
+sleep 3
+if [ -s "$T/diag.log" ]; then
+	not_ok why_never_for_healthy "diagnoses asked: $(cat "$T/diag.log")"
+else
+	ok why_never_for_healthy
+fi
+check_gone healthy_no_why_line hl '^    why: '
+tm kill-session -t hl
+proxy_stop
 
 # --- help and filter ---
 keys $OP '?'
@@ -252,7 +343,7 @@ else
 	ok not_grey_when_connected
 fi
 stop_daemon
-check disconnected $OP '^ disconnected, retrying' 5
+check disconnected $OP '^ daemon unreachable since [0-9]{2}:[0-9]{2}:[0-9]{2} \(cannot reach 127\.0\.0\.1:[0-9]+: ' 5
 check disconnected_keeps_data $OP '^intent +L0 '
 if wait_until 3 grey_row $OP; then
 	ok disconnected_greyed
@@ -260,9 +351,9 @@ else
 	not_ok disconnected_greyed "the last data are not greyed: $(tm capture-pane -p -e -t $OP | grep ticket | cat -v)"
 fi
 start_daemon
-check reconnected $OP '^ connected  fuseboxd' 10
+check reconnected $OP '^ reconnected at [0-9]{2}:[0-9]{2}:[0-9]{2}  fuseboxd' 10
 # issue 24: a restart is flagged (uptime went back), with what did not survive
-check restart_flagged $OP '^ connected  fuseboxd .* inflight [0-9]+  RESTARTED [0-9]{2}:[0-9]{2}:[0-9]{2}' 5
+check restart_flagged $OP '^ reconnected at [0-9:]{8}  fuseboxd .* inflight [0-9]+  RESTARTED [0-9]{2}:[0-9]{2}:[0-9]{2}' 5
 check restart_said $OP '^fuseboxd restarted \(uptime went back\) at [0-9:]+: '
 if wait_until 3 grey_row $OP; then
 	not_ok reconnected_colours "still grey after reconnecting"
@@ -425,7 +516,7 @@ check level_confirm_says t3 'Force route ticket to L2 +rule engine only, until r
 task y
 check_state task_forced '"name":"ticket","level":2,"auto_level":0,"forced_level":{"level":2,"actor":"alice","reason":"flaky-v1 down"'
 # the answer has its own line; the key hints stay
-check hints_after_action t3 '^j/k move  Enter routes  / filter  L level  \? help  q quit$'
+check hints_after_action t3 '^j/k move  Enter routes  w why  / filter  L level  \? help  q quit$'
 check answer_own_line t3 '^force ticket to L2: done \(200\): ticket now L2, forced by alice'
 top=$(db "SELECT id FROM reviews WHERE state = 'pending' ORDER BY due_at, id LIMIT 1")
 task 3 a
@@ -501,6 +592,102 @@ check events_marker t3 '^TIME +KIND +SUBJECT +DETAIL +›$'
 keys t3 q
 check t3_quits t3 'EXITED-0' 5
 
+# --- issue 21: the Why panel and the Overview's why line at 80x24 ---
+# flaky-v1 stays OPEN (open_ms 10 min): ticket is degraded, intent is not.
+console_start why 80x24 -- --url "$URL" --token-file "$T/op.token"
+check why_cause_line why '^  ! .*flaky-v1 OPEN' 8
+check why_line why '^    why: [0-9]+% [a-z0-9_]+ on flaky-v1( \(.*)?$' 8
+keys why w
+check why_panel why '^ Why: ticket  last 15m  [0-9]{2}:[0-9]{2}:[0-9]{2}–[0-9]{2}:[0-9]{2}:[0-9]{2}' 8
+check why_figures why '^ service [0-9.]+%  smart [0-9.]+%  [0-9]+ of [0-9]+ calls degraded *$'
+check why_first_cause why '^── first cause *$'
+check why_share why '^ [0-9]+% [a-z0-9_]+ on flaky-v1 *$'
+check why_phase why '^   phase [a-z_]+  backend flaky-v1  since [0-9]{2}:[0-9]{2}:[0-9]{2} *$'
+check why_evidence why '^   evidence: [^ ]'
+check why_cut_ellipsis why '^   proof \(sqlite3\): SELECT .*…$'
+check why_contrasts why '^── failing vs succeeding attempts *$'
+check why_hints why '^j/k move  Enter whole line  r diagnose again  Esc close  \? help  q quit$'
+# Enter shows the selected line whole: the proof line (its place depends
+# on the cause's evidence lines), wrapped, its end visible.
+whole=
+for n in 6 7 8 9 10; do
+	keys why g
+	for _ in $(seq 1 $n); do keys why j; done
+	keys why Enter
+	if wait_screen why 'ORDER BY c\.id' 1; then
+		whole=$n
+		break
+	fi
+	keys why Enter
+done
+[ -n "$whole" ] && ok why_enter_whole || {
+	dump why
+	not_ok why_enter_whole "no line showed the whole query"
+}
+keys why G
+check why_scroll_advice why '^── advice \(never applied by fusebox\) *$'
+check why_scroll_changes why '^── changes( before the episode)? *$'
+keys why '?'
+check why_help why 'Why panel: the daemon'
+keys why Escape
+check_gone why_help_closes why 'Why panel: the daemon'
+check why_still_up why '^ Why: ticket '
+keys why Escape
+check_gone why_esc_closes why '^ Why: ticket '
+check why_overview_back why '^ROUTE +LVL +RPS'
+# On Routes: w on the selected route (intent, the first row); a key the
+# panel does not use closes it and acts.
+keys why 5 g w
+check why_routes why '^ Why: intent  last 15m' 8
+check why_routes_text why '^ (no degraded call in the window|[0-9]+% [a-z0-9_]+)' 8
+keys why 6
+check_gone why_key_closes_acts why '^ Why: intent'
+check why_key_acted why '^ *(ID +)?TIME +KIND +SUBJECT'
+keys why q
+check why_quits why 'EXITED-0' 5
+
+# --- issue 21: the diagnosis never holds the UI: busy, then slow ---
+# Through the proxy every diagnosis is first 503 diagnose_busy, and its
+# retry a second later takes 2.5 s.
+proxy_start 2.5
+console_start busy 80x24 -- --url "$PROXY_URL" --token-file "$T/op.token"
+check busy_up busy '^ticket +L' 8
+check busy_why_line busy '^    why: [0-9]+% ' 15
+keys busy w
+check busy_asks_again busy 'daemon busy, asking again…' 8
+check busy_diagnosing busy 'diagnosing…' 4
+start_ms=$(date +%s%3N)
+keys busy '?'
+if wait_screen busy 'Why panel: the daemon' 2; then
+	took=$(($(date +%s%3N) - start_ms))
+	[ "$took" -lt 1000 ] && ok busy_keys_responsive || not_ok busy_keys_responsive "keys took ${took} ms"
+else
+	dump busy
+	not_ok busy_keys_responsive "no reaction to keys while diagnosing"
+fi
+keys busy Escape
+check busy_panel busy '^── first cause *$' 8
+check_gone busy_done busy 'diagnosing…'
+# Each 503 was asked once more, about a second later, and that went through.
+if python3 - "$T/diag.log" <<'PY'; then
+import sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+assert len(rows) >= 4, rows
+for i in range(0, len(rows) - 1, 2):
+    a, b = rows[i], rows[i + 1]
+    assert a[2] == "503" and b[2] == "200", (a, b)
+    assert a[3] == b[3], (a, b)
+    dt = float(b[0]) - float(a[0])
+    assert 0.9 <= dt <= 2.6, (a, b, dt)
+PY
+	ok busy_retried_once
+else
+	not_ok busy_retried_once "$(cat "$T/diag.log")"
+fi
+keys busy Escape q
+check busy_quits busy 'EXITED-0' 5
+proxy_stop
+
 # 200x50: every column, no marker; the cause line whole.
 console_start wide 200x50 -- --url "$URL" --token-file "$T/op.token"
 check wide_up wide '^ticket +L' 8
@@ -539,6 +726,14 @@ check wide_breakers_hedges_per_min wide "^primary-v2 +closed .* ~[0-9]+/60 .* $n
 check wide_breakers_rate_limit wide "^canary-v3 +closed .* $nz +[0-9]+ +- +0 *\$"
 mock_set primary-v2 '{"status": 200}'
 mock_set canary-v3 '{"status": 200}'
+# issue 21 at 200x50: the Why panel on the Overview's degraded route.
+keys wide 1 w
+check wide_why wide '^ Why: ticket  last 15m' 8
+check wide_why_first wide '^── first cause *$' 8
+check wide_why_evidence wide '^   evidence: [^ ]'
+check wide_why_advice wide '^── advice \(never applied by fusebox\) *$'
+keys wide Escape
+check_gone wide_why_closes wide '^ Why: ticket'
 keys wide q
 check wide_quits wide 'EXITED-0' 5
 
@@ -556,6 +751,48 @@ else
 fi
 keys mono2 q
 check mono2_quits mono2 'EXITED-0' 5
+
+# --- issue 24: a daemon that comes back on another port is found again ---
+# The console reads the address file (--addr-file) while the daemon does
+# not answer; fuseboxd writes it beside its database once it listens
+# (fuseboxd.addr: "http://HOST:PORT PID") and removes it at a clean exit.
+if [ "$(cat "$T/fuseboxd.addr" 2>/dev/null)" = "$URL $D_PID" ]; then
+	ok daemon_writes_addr_file
+else
+	not_ok daemon_writes_addr_file "$(cat "$T/fuseboxd.addr" 2>&1) (want $URL $D_PID)"
+fi
+old_port=$D_PORT
+console_start mv 80x24 -- --url "$URL" --addr-file "$T/fuseboxd.addr" --token-file "$T/op.token"
+console_start mv0 80x24 -- --url "$URL" --addr-file "$T/missing.addr" --token-file "$T/op.token"
+check mv_up mv '^ticket +L' 8
+check mv0_up mv0 '^ticket +L' 8
+stop_daemon
+if [ -e "$T/fuseboxd.addr" ]; then
+	not_ok addr_file_removed_at_exit "$(cat "$T/fuseboxd.addr")"
+else
+	ok addr_file_removed_at_exit
+fi
+check mv_unreachable mv "^ daemon unreachable since [0-9]{2}:[0-9]{2}:[0-9]{2} \(cannot reach 127\.0\.0\.1:$old_port: " 5
+write_config "127.0.0.1:0"
+start_daemon
+write_config "127.0.0.1:$D_PORT"
+if [ "$D_PORT" = "$old_port" ]; then
+	not_ok mv_new_port "the daemon came back on the same port $D_PORT"
+fi
+check mv_reconnected mv "^ reconnected at [0-9]{2}:[0-9]{2}:[0-9]{2} on 127\.0\.0\.1:$D_PORT  fuseboxd " 10
+check mv_data_back mv '^ticket +L'
+if wait_until 3 grey_row mv; then
+	not_ok mv_colours "still grey after reconnecting on the new port"
+else
+	ok mv_colours
+fi
+# Without the file it keeps asking where it was told (today's behaviour).
+sleep 2
+check mv0_still_waiting mv0 "^ daemon unreachable since [0-9:]{8} \(cannot reach 127\.0\.0\.1:$old_port: "
+keys mv q
+keys mv0 q
+check mv_quits mv 'EXITED-0' 5
+check mv0_quits mv0 'EXITED-0' 5
 
 # --- ^C leaves cleanly too ---
 console_start intr 80x24 -- --url "$URL" --token-file "$T/op.token"
