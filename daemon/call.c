@@ -101,8 +101,9 @@ call_set_step(struct call *c, enum step to, const char *reason)
 	if (to == c->step)
 		return;
 	if (!ladder_transition_ok(c->step, to)) {
-		log_error("call", "%s %s: refused ladder move %d -> %d (%s)", c->rc->name,
-			  c->request_id, (int)c->step, (int)to, reason);
+		log_ctx(LOG_LEVEL_ERROR, "call", &CALL_LOG_CTX(c),
+			"%s %s: refused ladder move %d -> %d (%s)", c->rc->name, c->request_id,
+			(int)c->step, (int)to, reason);
 		return;
 	}
 	if (!c->xcheck) {
@@ -122,8 +123,8 @@ call_set_step(struct call *c, enum step to, const char *reason)
 
 		trace_event(&c->span, "fusebox.fall", call_wall_ns(now_wall), kv, 3);
 	}
-	log_debug("call", "%s %s: %s -> %s (%s)", c->rc->name, c->request_id, step_name(c->step),
-		  step_name(to), reason);
+	log_ctx(LOG_LEVEL_DEBUG, "call", &CALL_LOG_CTX(c), "%s %s: %s -> %s (%s)", c->rc->name,
+		c->request_id, step_name(c->step), step_name(to), reason);
 	c->step = to;
 	c->step_retries = 0;
 	c->avoid_backend = -1;
@@ -215,8 +216,9 @@ call_review_done(struct engine *e, void *arg, int rc, int64_t id, const char *ca
 	struct call *c = arg;
 
 	if (rc != 0)
-		log_error("call", "%s %s: review enqueue failed: %s", c->rc->name, c->request_id,
-			  cause ? cause : "?");
+		log_ctx(LOG_LEVEL_ERROR, "call", &CALL_LOG_CTX(c),
+			"%s %s: review enqueue failed: %s", c->rc->name, c->request_id,
+			cause ? cause : "?");
 	c->ans.review = rc == 0;
 	call_answer_finish(c);
 	(void)e;
@@ -591,8 +593,8 @@ call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int targe
 	struct attempt *a;
 
 	if (c->natt >= CALL_MAX_INFLIGHT) { /* cannot happen: hedges stop below */
-		log_error("call", "%s %s: %d attempts in flight", c->rc->name, c->request_id,
-			  c->natt);
+		log_ctx(LOG_LEVEL_ERROR, "call", &CALL_LOG_CTX(c), "%s %s: %d attempts in flight",
+			c->rc->name, c->request_id, c->natt);
 		return NULL;
 	}
 	a = attempt_start(&c->own, bidx, c->step == STEP_BACKUP, is_probe, canary, target, now_us);

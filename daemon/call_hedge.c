@@ -107,8 +107,10 @@ hedge_fire(struct timer *t, void *arg)
 
 		trace_event(&c->span, "fusebox.hedge", call_wall_ns(clock_wall_ms()), kv, 1);
 	}
-	log_debug("call", "%s %s: hedge on %s after %lld ms", c->rc->name, c->request_id,
-		  b->cfg->name, (long long)((now_us - first->started_us) / 1000));
+	log_ctx(LOG_LEVEL_DEBUG, "call",
+		&(struct logline_ctx){c->request_id, c->rc->name, b->cfg->name},
+		"%s %s: hedge on %s after %lld ms", c->rc->name, c->request_id, b->cfg->name,
+		(long long)((now_us - first->started_us) / 1000));
 	/* more hedges: one more delay each */
 	if (c->hedges < h->max_hedges) {
 		int64_t d = gate_hedge_delay_ms(&e->backends[first->bidx].gate, h, now_ms);

@@ -102,6 +102,10 @@ int call_hedge_may_commit(struct attempt *a, void *arg);
 /* call_hedge.c: the hedge timers' init (call_start). */
 void call_hedge_init(struct call *c);
 
+/* The log context of call c: its request id and route (log_ctx()). */
+#define CALL_LOG_CTX(c)                                                                            \
+	((struct logline_ctx){.request_id = (c)->request_id, .route = (c)->rc->name})
+
 /* The text that stands for the call's input (rules, cache, review items). */
 const char *call_input_text(const struct call *c);
 /* call_answer.c: end c's span with its answer; ns since the epoch of a wall time in ms. */

@@ -160,12 +160,14 @@ job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 	struct store_val v[] = {SVT(job_state_name(to)), SVI(clock_wall_ms()), SVI(jb->tries), SVN,
 				SVT(jb->request_id)};
 
+	const struct logline_ctx ctx = {.request_id = jb->request_id, .route = jb->route};
+
 	if (jb->state == to)
 		return;
 	if (!job_state_next_ok(jb->state, to)) {
 		/* can't happen: a caller's bug, not a state to move into */
-		log_error("jobs", "%s: refused %s -> %s", jb->request_id, job_state_name(jb->state),
-			  job_state_name(to));
+		log_ctx(LOG_LEVEL_ERROR, "jobs", &ctx, "%s: refused %s -> %s", jb->request_id,
+			job_state_name(jb->state), job_state_name(to));
 		return;
 	}
 	if (jb->state == JOB_QUEUED)
@@ -176,8 +178,8 @@ job_set_state(struct jobs *j, struct job *jb, enum job_state to)
 		j->nqueued++;
 	if (to == JOB_RUNNING)
 		j->nrunning++;
-	log_debug("jobs", "%s: %s -> %s", jb->request_id, job_state_name(jb->state),
-		  job_state_name(to));
+	log_ctx(LOG_LEVEL_DEBUG, "jobs", &ctx, "%s: %s -> %s", jb->request_id,
+		job_state_name(jb->state), job_state_name(to));
 	jb->state = to;
 	if (to == JOB_RUNNING)
 		store_put(j->e->store, STORE_JOB_UPDATE, v, (int)ARRAY_SIZE(v));

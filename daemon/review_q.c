@@ -311,9 +311,9 @@ review_change_apply(struct review_q *q, struct review_item *it, const struct rev
 	it->corrected_result = ch->corrected_result ? xstrdup(ch->corrected_result) : NULL;
 	it->note = ch->note ? xstrdup(ch->note) : NULL;
 	it->decided_at = ch->decided_at;
-	log_info("review", "%lld (%s): %s -> %s (%s)", (long long)it->id,
-		 it->route ? it->route : "?", review_state_name(from), review_state_name(ch->to),
-		 ch->why ? ch->why : "");
+	log_ctx(LOG_LEVEL_INFO, "review", &(struct logline_ctx){.route = it->route},
+		"%lld (%s): %s -> %s (%s)", (long long)it->id, it->route ? it->route : "?",
+		review_state_name(from), review_state_name(ch->to), ch->why ? ch->why : "");
 }
 
 int
@@ -611,15 +611,20 @@ review_q_enqueued(struct engine *e, void *arg, int rc, int64_t rowid, const char
 		if (q->fn)
 			q->fn(e, q->arg, REVIEW_Q_E_STORE, 0, cause);
 		else
-			log_error("review", "%s %s: review enqueue failed: %s", q->route,
-				  q->request_id ? q->request_id : "-", cause ? cause : "?");
+			log_ctx(LOG_LEVEL_ERROR, "review",
+				&(struct logline_ctx){.request_id = q->request_id,
+						      .route = q->route},
+				"%s %s: review enqueue failed: %s", q->route,
+				q->request_id ? q->request_id : "-", cause ? cause : "?");
 		goto out;
 	}
 	if (route >= 0)
 		review_counts_move(&e->review_q->counts[route], q->prio, REVIEW_STATE__COUNT,
 				   REVIEW_PENDING);
-	log_info("review", "%lld (%s): new -> pending (%s, %s, request %s)", (long long)rowid,
-		 q->route, q->reason, priority_name(q->prio), q->request_id ? q->request_id : "-");
+	log_ctx(LOG_LEVEL_INFO, "review",
+		&(struct logline_ctx){.request_id = q->request_id, .route = q->route},
+		"%lld (%s): new -> pending (%s, %s, request %s)", (long long)rowid, q->route,
+		q->reason, priority_name(q->prio), q->request_id ? q->request_id : "-");
 	if (q->fn)
 		q->fn(e, q->arg, 0, rowid, NULL);
 	/* The item is in; an overflow action that fails is logged, not returned. */

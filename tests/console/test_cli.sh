@@ -194,6 +194,39 @@ else
 fi
 run call nope "x"
 expect_err call_unknown_route 1 ' 404 unknown_route'
+# call -v: the answer's status and headers first (traceparent, X-Fusebox-*,
+# Retry-After), then the result as without -v; a caller's traceparent is kept.
+run call -v intent "我要退款"
+if [ "$RC" -eq 0 ] &&
+	[ "$(sed -n 1p <<<"$OUT")" = '< HTTP 200' ] &&
+	grep -qx '< X-Fusebox-Source: llm' <<<"$OUT" &&
+	grep -qx '< X-Fusebox-Level: 0' <<<"$OUT" &&
+	grep -Eqx '< X-Fusebox-Duration-Ms: [0-9]+' <<<"$OUT" &&
+	grep -Eqx '< traceparent: 00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]' <<<"$OUT" &&
+	! grep -qi '^< content-type' <<<"$OUT" &&
+	[ "$(grep -v '^< ' <<<"$OUT" | head -1)" = '{"intent":"refund","confidence":0.92,"summary":"customer wants a refund"}' ] &&
+	grep -Eq '^source llm  backend ' <<<"$(grep -v '^< ' <<<"$OUT" | sed -n 2p)"; then
+	ok call_verbose
+else
+	not_ok call_verbose "rc $RC: $OUT $ERR"
+fi
+run call intent "我要退款" --verbose --json
+if [ "$RC" -eq 0 ] && [ "$(sed -n 1p <<<"$OUT")" = '< HTTP 200' ] &&
+	grep -v '^< ' <<<"$OUT" | python3 -c 'import json,sys; j=json.load(sys.stdin); assert j["source"] == "llm"'; then
+	ok call_verbose_json
+else
+	not_ok call_verbose_json "rc $RC: $OUT $ERR"
+fi
+# An error answer: its headers on stdout, the daemon's error on stderr.
+run call -v nope "x"
+if [ "$RC" -eq 1 ] && [ "$(sed -n 1p <<<"$OUT")" = '< HTTP 404' ] && grep -q ' 404 unknown_route' <<<"$ERR"; then
+	ok call_verbose_error
+else
+	not_ok call_verbose_error "rc $RC: $OUT $ERR"
+fi
+# (Which headers are shown, Retry-After among them: tests/test_tui_model.c.)
+run call --help
+expect_re call_verbose_usage 0 'call ROUTE TEXT \[--budget MS\] \[-v\]'
 # the ticket route falls to its rules when flaky-v1 fails: degradations
 mock_set flaky-v1 '{"status": 500}'
 for i in 1 2 3 4; do call_route ticket "ticket $i" >/dev/null; done
@@ -426,9 +459,13 @@ for raw in lines[:-1]:
     if "FORGED" in o["msg"]:
         assert "\\x0d\\x0a2026-01-01T00:00:00.000Z error main: FORGED\\x1b[31m" in o["msg"], o["msg"]
         seen.add("forged")
+    if o["module"] == "jobs" and o.get("request_id") and o.get("route") == "intent":
+        seen.add("job_ctx")
 assert ("error", "reload") in seen and ("info", "main") in seen, seen
 if sys.argv[2] == "202":
     assert "forged" in seen, "the callback URL never reached a log line"
+    # the async job's lines carry the request and the route as fields
+    assert "job_ctx" in seen, "no jobs line with request_id and route"
 PY
 	ok json_logs_journal_priorities_escaped
 else
