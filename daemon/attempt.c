@@ -138,8 +138,10 @@ on_sse_event(void *arg, const char *payload, size_t len)
 	if (a->tools_denied)
 		goto out;
 	if (!a->committed && (n > 0 || ch.tool_calls || ch.other_choice) &&
-	    own->may_commit != NULL && !own->may_commit(a, own->arg))
-		goto out; /* another attempt of the owner streams: this one is cancelled */
+	    own->may_commit != NULL && !own->may_commit(a, own->arg)) {
+		a->outrun = 1; /* another attempt of the owner streams: this one is cancelled */
+		goto out;
+	}
 	if (ch.tool_calls)
 		stream_tools_add(a, ch.doc);
 	if ((n > 0 && buf_append(&a->text, ch.content, n) == 0) || ch.tool_calls ||
@@ -826,6 +828,9 @@ attempt_end(struct attempt *a, enum outcome forced, CURLcode code)
 	int i, rd, answered;
 
 	memset(&r, 0, sizeof r);
+	/* a stream another attempt of the owner outran: whatever came, it lost */
+	if (a->outrun && !a->committed)
+		forced = OUTCOME_HEDGE_CANCELLED;
 	r.outcome = forced;
 	r.retry_after_ms = -1;
 	r.now_us = clock_mono_us();

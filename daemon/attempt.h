@@ -118,12 +118,13 @@ struct attempt {
 	int streaming; /* SSE requested from the upstream */
 	int sse_type;  /* the response is text/event-stream */
 	struct sse_parser sse;
-	struct buf text;		   /* streamed content so far */
-	int committed;			   /* a delta went to the caller */
-	int tools_denied;		   /* the stream began with tool calls the route refuses */
-	cJSON *stream_tools;		   /* streamed tool calls, assembled (attempts row) */
-	struct tracectx tc;		   /* the attempt's span: the traceparent sent upstream */
-	int64_t remaining_ms;		   /* the call's budget left at the start */
+	struct buf text;      /* streamed content so far */
+	int committed;	      /* a delta went to the caller */
+	int tools_denied;     /* the stream began with tool calls the route refuses */
+	cJSON *stream_tools;  /* streamed tool calls, assembled (attempts row) */
+	int outrun;	      /* another attempt of the owner streams (may_commit said no) */
+	struct tracectx tc;   /* the attempt's span: the traceparent sent upstream */
+	int64_t remaining_ms; /* the call's budget left at the start */
 	const struct backend_cfg *rec_cfg; /* whose record_response_headers rec follows */
 	char (*rec)[CONFIG_RECORD_HEADER_NAME_MAX + 1]; /* recorded values; "" absent; NULL: none */
 };
