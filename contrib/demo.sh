@@ -6,7 +6,8 @@
 #
 # Starts, all on 127.0.0.1 with ports picked by the kernel:
 #   fusebox-mockllm  playing contrib/demo-scenario.json (healthy, brown-out,
-#                    outage, format drift, recovery: about three minutes)
+#                    outage, format and semantic drift, recovery: about
+#                    three minutes)
 #   fuseboxd         with contrib/examples/demo.json pointed at the mock
 #   fusebox-traffic  intent + ticket calls for --duration seconds (200)
 # then opens the console (BUILD_DIR/tui/fusebox) on the daemon; without a
@@ -138,6 +139,7 @@ t0_ms=$(date +%s%3N)
 "$mock_bin" --listen 127.0.0.1:0 --scenario "$scenario" \
 	>"$run/mockllm.out" 2>"$run/mockllm.log" &
 mock_pid=$!
+echo "$t0_ms" >"$run/t0_ms" # the demo's clock, for tests/demo_timeline.sh
 mock_port=$(wait_port "$run/mockllm.out" "$mock_pid" fusebox-mockllm)
 
 # 2. The daemon: demo.json pointed at the mock, on a free port.

@@ -397,7 +397,8 @@ const struct config_key config_keys[] = {
 	I("routes[].escalation.l1_after", 0, RT(escalation.l1_after), 1, 100000, "3", NULL,
 	  "consecutive validation failures at L0 -> L1"),
 	I("routes[].escalation.l2_after", 0, RT(escalation.l2_after), 1, 100000, "5", NULL,
-	  "consecutive failures at L1 -> L2"),
+	  "consecutive calls no model answered (at L1, or at L0 with the backup failing too) -> "
+	  "L2"),
 	I("routes[].escalation.window_s", 0, RT(escalation.window_s), 1, 86400, "60", "s",
 	  "error-rate window"),
 	N("routes[].escalation.error_rate", 0, RT(escalation.error_rate), 0, 1, "0.5", NULL,

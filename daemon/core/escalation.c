@@ -81,28 +81,38 @@ escalation_record(struct escalation *x, const struct escalation_cfg *cfg, int64_
 	b->calls++;
 	if (r & ESC_F_ERROR)
 		b->errors++;
+	/* A call no model answered fell through every model rung below its
+	 * start, the backup's included: at L0 as at L1 it is evidence against
+	 * L1, so the run counts at both levels (a route whose primary and
+	 * backup are both down goes to L2 after l2_after calls, not after the
+	 * error rate has outweighed the healthy calls still in its window). */
+	if (r & ESC_F_ERROR)
+		x->consecutive_fail++;
+	else
+		x->consecutive_fail = 0;
 	if (level == 0) {
 		if (r & ESC_F_VFAIL)
 			x->consecutive_vfail++;
 		else if (r == ESC_OK)
 			x->consecutive_vfail = 0;
+		/* the smaller step first: L1 is judged on its own calls */
 		if (cfg->l1_after > 0 && x->consecutive_vfail >= cfg->l1_after) {
 			snprintf(reason, sizeof reason, "%d consecutive validation failures at L0",
 				 x->consecutive_vfail);
 			escalation_set(x, now_ms, 1, reason);
 			return x->level;
 		}
-	} else if (level == 1) {
-		if (r & ESC_F_ERROR)
-			x->consecutive_fail++;
+	}
+	if (cfg->l2_after > 0 && x->consecutive_fail >= cfg->l2_after) {
+		if (level == 0)
+			snprintf(reason, sizeof reason,
+				 "%d consecutive failures at L0, backup included",
+				 x->consecutive_fail);
 		else
-			x->consecutive_fail = 0;
-		if (cfg->l2_after > 0 && x->consecutive_fail >= cfg->l2_after) {
 			snprintf(reason, sizeof reason, "%d consecutive failures at L1",
 				 x->consecutive_fail);
-			escalation_set(x, now_ms, 2, reason);
-			return x->level;
-		}
+		escalation_set(x, now_ms, 2, reason);
+		return x->level;
 	}
 	if (x->level < 2) {
 		rate = escalation_error_rate(x, cfg, now_ms, &calls);

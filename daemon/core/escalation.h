@@ -2,8 +2,9 @@
 /*
  * escalation: a route's automatic level (DESIGN.md "Route level"). Pure
  * state machine with an injected clock: l1_after consecutive validation
- * failures at L0 → L1; l2_after consecutive failures at L1 → L2; route
- * error rate over window_s ≥ error_rate (with ≥ min_calls) → L2; after
+ * failures at L0 → L1; l2_after consecutive calls no model answered (at L1,
+ * or at L0 where the backup failed them too) → L2; route error rate over
+ * window_s ≥ error_rate (with ≥ min_calls) → L2; after
  * recover_after_s at a level the route steps one level back up (and
  * escalates again if it fails). An operator's forced level overrides the
  * auto level elsewhere (engine); this module only knows "auto". Engine
@@ -42,7 +43,7 @@ struct escalation {
 	int level;		/* auto level 0..2 */
 	int64_t level_since_ms; /* when the current level began */
 	int consecutive_vfail;	/* at L0 */
-	int consecutive_fail;	/* at L1 */
+	int consecutive_fail;	/* calls no model answered, at L0 or L1 */
 	struct escalation_bucket buckets[ESCALATION_MAX_WINDOW_S];
 	uint64_t changes;      /* bumped by every level change */
 	char last_reason[128]; /* why the last change happened */
@@ -52,8 +53,10 @@ void escalation_init(struct escalation *x, int64_t now_ms);
 /*
  * Record a call that started at auto level `level` (a forced level's calls
  * are not recorded) with its ESC_F_* flags. At L0 a validation failure
- * counts toward l1_after and a clean model answer resets the run; at L1 a
- * call no model answered counts toward l2_after; the error rate counts the
+ * counts toward l1_after and a clean model answer resets the run; at L0
+ * and L1 a call no model answered counts toward l2_after and one a model
+ * answered (the backup included) resets that run; when a call completes
+ * both runs at L0, L1 wins (the smaller step). The error rate counts the
  * calls no model answered (a backup that answers is not an outage).
  * Returns the new auto level (== x->level).
  */
