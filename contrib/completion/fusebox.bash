@@ -29,19 +29,19 @@ _fusebox() {
 		cword=$COMP_CWORD
 	fi
 
-	local verbs="status routes breakers reviews slo alerts events level weights breaker review call report reload"
-	local globals="--url --token-file --fleet --host --json --help --version"
+	local verbs="status routes breakers reviews slo alerts events level weights breaker review call report reload diagnose"
+	local globals="--url --token-file --addr-file --fleet --host --json --help --version"
 	local -a pass=()
 	local i verb='' vi=0
 
 	# Global options before the verb; find the verb.
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
-		--url | --token-file | --fleet | --host)
+		--url | --token-file | --addr-file | --fleet | --host)
 			pass+=("${words[i]}" "${words[i + 1]:-}")
 			((i++))
 			;;
-		--url=* | --token-file=* | --fleet=* | --host=*) pass+=("${words[i]}") ;;
+		--url=* | --token-file=* | --addr-file=* | --fleet=* | --host=*) pass+=("${words[i]}") ;;
 		--json) ;;
 		-*) ;;
 		*)
@@ -54,7 +54,7 @@ _fusebox() {
 
 	if [[ -z $verb ]]; then
 		case $prev in
-		--token-file | --fleet)
+		--token-file | --addr-file | --fleet)
 			_fusebox_files
 			return
 			;;
@@ -112,7 +112,8 @@ _fusebox() {
 	level) opts="--reason --ttl" ;;
 	breaker) opts="--reason" ;;
 	review) opts="--note" ;;
-	call) opts="--budget" ;;
+	call) opts="--budget -v --verbose" ;;
+	slo) opts="--prometheus" ;;
 	report) opts="--db --since" ;;
 	esac
 	if [[ $cur == -* ]]; then
