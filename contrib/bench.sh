@@ -5,7 +5,7 @@
 #   contrib/bench.sh [--quick] [--no-profile] [--build DIR] [NAME...]
 #
 # NAME: overhead facade waiting deadline fallback logging console hedge
-# adaptive profile
+# adaptive fleet_console profile
 # (default: all). --quick: 3 repetitions of 3 s instead of 5 of 5 s.
 # Installs nothing. Needs the Debian packages (contrib/dev.sh bench deps):
 #   wrk nginx-light haproxy curl sqlite3 tmux (the benchmarks)
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-all=(overhead facade waiting deadline fallback logging console hedge adaptive)
+all=(overhead facade waiting deadline fallback logging console hedge adaptive fleet_console)
 [ "$profile" = 0 ] || all+=(profile)
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 if [ "$quick" = 1 ]; then

@@ -1,7 +1,9 @@
 /*
  * test_tui_fleet: the fleet file (tui/fleet.c) — fields, comments, the
  * optional token file and group, relative token paths, errors naming the
- * line — and the per-host polling schedule (1 Hz, backoff while failing).
+ * line — the per-host polling schedule (1 Hz, backoff while failing) and
+ * the fleet console's sums (tui/fleet_console.c: counters added up, not
+ * percentages averaged; a host down is counted as down, not summed).
  */
 #include <check.h>
 #include <errno.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "fleet.h"
+#include "fleet_console.h"
 
 static int
 parse(const char *text, struct fleet *f, char **cause)
@@ -148,6 +151,105 @@ START_TEST(test_poll)
 }
 END_TEST
 
+/* A host's /v1/state: intent at level (forced or not), flaky-v1's breaker state. */
+static struct state_v *
+host_state(int level, int forced, const char *breaker, int pending)
+{
+	char json[2048], *cause = NULL;
+	struct state_v *s = NULL;
+
+	snprintf(json, sizeof json,
+		 "{\"version\":\"0.1.0\",\"uptime_s\":5,\"inflight\":0,\"routes\":["
+		 "{\"name\":\"intent\",\"level\":%d,\"auto_level\":0,\"forced_level\":%s,"
+		 "\"budget_ms\":1000,\"targets\":[{\"backend\":\"primary\",\"weight\":90,"
+		 "\"canary\":false},{\"backend\":\"flaky-v1\",\"weight\":10,\"canary\":false}],"
+		 "\"review_pending\":%d},"
+		 "{\"name\":\"ticket\",\"level\":0,\"auto_level\":0,\"forced_level\":null,"
+		 "\"budget_ms\":1000,\"targets\":[{\"backend\":\"primary\",\"weight\":100,"
+		 "\"canary\":false}]}],"
+		 "\"backends\":[{\"name\":\"primary\",\"breaker\":{\"state\":\"closed\"}},"
+		 "{\"name\":\"flaky-v1\",\"breaker\":{\"state\":\"%s\"}}]}",
+		 level,
+		 forced ? "{\"level\":2,\"actor\":\"alice\",\"reason\":\"vendor\",\"until\":null}"
+			: "null",
+		 pending, breaker);
+	ck_assert_msg(model_parse_state(json, strlen(json), &s, &cause) == 0, "%s", cause);
+	return s;
+}
+
+static struct slo_v *
+host_slo(int total, int service_good, int smart_good)
+{
+	char json[1024], *cause = NULL;
+	struct slo_v *s = NULL;
+
+	snprintf(json, sizeof json,
+		 "{\"routes\":[{\"route\":\"intent\",\"windows\":{\"1h\":{\"total\":%d,"
+		 "\"service_good\":%d,\"smart_good\":%d}}}]}",
+		 total, service_good, smart_good);
+	ck_assert_msg(model_parse_slo(json, strlen(json), &s, &cause) == 0, "%s", cause);
+	return s;
+}
+
+START_TEST(test_sums)
+{
+	struct state_v *s1 = host_state(2, 1, "closed", 2),
+		       *s2 = host_state(0, 0, "forced_open", 1), *s3 = host_state(1, 0, "open", 5);
+	struct slo_v *l1 = host_slo(3, 3, 1), *l2 = host_slo(997, 990, 900),
+		     *l3 = host_slo(50, 0, 0);
+	const struct fleet_snap h[] = {
+		{"h1", 1, s1, l1, NULL},
+		{"h2", 1, s2, l2, NULL},
+		{"h3", 0, s3, l3, NULL}, /* down: its last answers are not summed */
+		{"h4", 0, NULL, NULL, NULL},
+	};
+	struct fleet_sums sum;
+	char t[128];
+
+	fleet_sums_build(h, 4, &sum);
+	ck_assert_int_eq(sum.up, 2);
+	ck_assert_int_eq(sum.down, 2);
+	ck_assert_int_eq(sum.nr, 2);
+	ck_assert_str_eq(sum.r[0].name, "intent");
+	ck_assert_int_eq(sum.r[0].hosts[0], 1);
+	ck_assert_int_eq(sum.r[0].hosts[2], 1);
+	ck_assert_int_eq(sum.r[0].forced[2], 1);
+	ck_assert_int_eq(sum.r[0].forced[0], 0);
+	ck_assert_int_eq(sum.r[0].down, 1);
+	/* 1000 calls, 993 good: 99.30 %, not the mean of 100 % and 99.30 % */
+	ck_assert_int_eq(sum.r[0].total, 1000);
+	ck_assert_int_eq(sum.r[0].service_good, 993);
+	ck_assert_int_eq(sum.r[0].smart_good, 901);
+	ck_assert_int_eq(sum.r[0].reviews, 3);
+	ck_assert_int_eq(sum.r[0].open, 1);
+	ck_assert_int_eq(sum.r[1].open, 0);
+	ck_assert_int_eq(sum.r[1].total, 0);
+	fleet_levels_text(&sum.r[0], 1, t, sizeof t);
+	ck_assert_str_eq(t, "L0 1 · L2* 1 · down 1");
+	fleet_levels_text(&sum.r[0], 0, t, sizeof t);
+	ck_assert_str_eq(t, "L0 1 | L2* 1 | down 1");
+	fleet_levels_text(&sum.r[1], 1, t, sizeof t);
+	ck_assert_str_eq(t, "L0 2 · down 1");
+	fleet_avail_text(t, sizeof t, sum.r[0].service_good, sum.r[0].total);
+	ck_assert_str_eq(t, "99.30% 993/1000");
+	fleet_avail_text(t, sizeof t, 0, 0);
+	ck_assert_str_eq(t, "- 0/0");
+	ck_assert_int_eq(sum.nb, 2);
+	ck_assert_str_eq(sum.b[1].name, "flaky-v1");
+	ck_assert_int_eq(sum.b[1].hosts, 2);
+	ck_assert_int_eq(sum.b[1].open, 1);
+	ck_assert_str_eq(sum.b[1].where, "h2(forced_open)");
+	ck_assert_int_eq(sum.b[0].open, 0);
+	fleet_sums_free(&sum);
+	state_free(s1);
+	state_free(s2);
+	state_free(s3);
+	slo_free(l1);
+	slo_free(l2);
+	slo_free(l3);
+}
+END_TEST
+
 static Suite *
 fleet_suite(void)
 {
@@ -155,10 +257,8 @@ fleet_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"fields", test_fields},
-		{"errors", test_errors},
-		{"load", test_load},
-		{"poll", test_poll},
+		{"fields", test_fields}, {"errors", test_errors}, {"load", test_load},
+		{"poll", test_poll},	 {"sums", test_sums},
 	};
 	Suite *s = suite_create("fleet");
 	TCase *tc;

@@ -248,8 +248,10 @@ static const struct verb {
 	{"reviews",
 	 "  reviews [--state S] [--route R]        the review queue (S: open, pending, ...)\n", 0,
 	 cli_verb_reviews, cli_reviews_takes},
-	{"slo", "  slo [ROUTE]                            availability per window, error budgets\n",
-	 0, cli_verb_slo, NULL},
+	{"slo",
+	 "  slo [ROUTE]                            availability per window, error budgets\n"
+	 "  slo --prometheus URL [ROUTE]           the fleet's, from Prometheus (its rules)\n",
+	 0, cli_verb_slo, cli_slo_takes},
 	{"alerts",
 	 "  alerts                                 active alerts and those resolved in 24 h\n", 0,
 	 cli_verb_alerts, NULL},

@@ -72,6 +72,8 @@ extern const char *const cli_reviews_takes[],
 						   *const cli_breaker_takes[],
 							   *const cli_review_takes[],
 								   *const cli_call_takes[];
+/* slo's options: --prometheus URL (the fleet's SLOs, prom.h). */
+extern const char *const cli_slo_takes[];
 /* cli_diagnose.c: why a route is degraded (GET /v1/diagnose). */
 cli_verb_fn cli_verb_diagnose;
 extern const char *const cli_diagnose_takes[];

@@ -1,6 +1,8 @@
 /*
  * cli_read: the verbs that only read — status, routes, breakers (on the
  * state cli_run fetched), reviews, slo, alerts and events (see cli.h).
+ * slo --prometheus URL reads the fleet's SLOs from Prometheus instead of
+ * one daemon (prom.c): no daemon, no token.
  */
 #include "cli_int.h"
 
@@ -16,6 +18,7 @@
 
 #include "clock.h"
 #include "fmt.h"
+#include "prom.h"
 #include "table.h"
 #include "util.h"
 
@@ -335,6 +338,24 @@ print_slo_route(const struct slo_route_v *r)
 	       b2);
 }
 
+const char *const cli_slo_takes[] = {"--prometheus", NULL};
+
+/* slo --prometheus URL [ROUTE]: the fleet's windows, budget and alerts (prom.h). */
+static int
+slo_prometheus(const char *url, const char *route, int json)
+{
+	char *cause = NULL;
+
+	if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+		return cli_usage_error("slo: --prometheus needs an http(s) URL, not \"%s\"", url);
+	if (prom_slo_print(stdout, url, route, json, CONTROL_TIMEOUT_MS, &cause) != 0) {
+		fprintf(stderr, "fusebox: %s\n", cause);
+		free(cause);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
+
 int
 cli_verb_slo(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
@@ -344,10 +365,12 @@ cli_verb_slo(struct client *c, int json, int argc, char **argv, const struct sta
 	char path[256], *cause = NULL, *e;
 	int rc, i;
 
-	if ((rc = cli_args_parse(argc, argv, NULL, NULL, &a)) != 0)
+	if ((rc = cli_args_parse(argc, argv, cli_slo_takes, NULL, &a)) != 0)
 		return rc;
 	if (a.npos > 1)
 		return cli_usage_error("slo takes at most one route");
+	if (a.opt[0] != NULL)
+		return slo_prometheus(a.opt[0], a.npos == 1 ? a.pos[0] : NULL, json);
 	if (a.npos == 1) {
 		e = client_escape(a.pos[0]);
 		snprintf(path, sizeof path, "/v1/slo?route=%s", e);

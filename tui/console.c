@@ -289,7 +289,12 @@ draw_title(struct console *c)
 	ui_fill(0, 0, COLS, C_TITLE);
 	for (i = 0; i < SCR__COUNT; i++)
 		full += 4 + fmt_width(screens[i]->name);
-	x += ui_put(0, x, COLS - x, C_TITLE, " fusebox ", 0);
+	if (c->fleet_host != NULL)
+		full += 1 + fmt_width(c->fleet_host);
+	if (c->fleet_host != NULL)
+		x += ui_printf(0, x, COLS - x, C_TITLE, 0, " fusebox %s ", c->fleet_host);
+	else
+		x += ui_put(0, x, COLS - x, C_TITLE, " fusebox ", 0);
 	/* Narrow terminals: only the current tab keeps its name. */
 	for (i = 0; i < SCR__COUNT && x < COLS; i++) {
 		if (full <= COLS || i == c->screen)
@@ -400,7 +405,8 @@ static void
 draw_footer(struct console *c, int *cy, int *cx)
 {
 	const struct screen *sc = screens[c->screen];
-	const char *tail = "  ? help  q quit";
+	const char *tail =
+		c->fleet_host != NULL ? "  Esc fleet  ? help  q quit" : "  ? help  q quit";
 	int y = LINES - 1, x, end;
 	int viewer = c->cli->role == ROLE_VIEWER || c->cli->role == ROLE_CALLER;
 
@@ -612,8 +618,10 @@ key(struct console *c, int k)
 	case K_ESC:
 		if (c->msg[0])
 			c->msg[0] = '\0';
-		else
+		else if (c->filter[c->screen][0] || c->fleet_host == NULL)
 			c->filter[c->screen][0] = '\0';
+		else
+			c->back = 1; /* a fleet's host: back to the fleet views */
 		break;
 	case K_CTRL('l'):
 		clearok(curscr, TRUE);
@@ -658,65 +666,32 @@ refuse_terminal(const char *term)
 		term && term[0] ? term : "<unset>");
 }
 
-int
-console_run(struct client *cli)
+static char start_error[512];
+
+/* The single-daemon console on an open terminal: 0 when q (or a signal), 1 when Esc went back. */
+static int
+console_loop(struct client *cli, const char *fleet_host)
 {
 	struct console c;
 	struct fetch_result *res, *r;
 	struct pollfd pfd[2];
 	struct sigaction sa;
-	SCREEN *scr = NULL;
 	char *cause = NULL;
-	const char *nc = getenv("NO_COLOR"), *term;
-	char *cup;
 	int rc = 0, i, k, wait_ms;
 
 	memset(&c, 0, sizeof c);
 	c.cli = cli;
 	c.connected = 1;
 	c.next_screen = -1;
-	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-		fprintf(stderr,
-			"fusebox: the console needs a terminal (or give a verb; see --help)\n");
-		return 1;
-	}
-	term = getenv("TERM");
-	if (term == NULL || term[0] == '\0' || strcmp(term, "dumb") == 0) {
-		refuse_terminal(term);
-		return 1;
-	}
+	c.fleet_host = fleet_host;
 	c.utf8 = fmt_locale_utf8();
-	fmt_set_ascii(!c.utf8);
 	event_ring_init(&c.events, EVENTS_KEPT);
 	if (fetch_start(cli, REQUEST_TIMEOUT_MS, &c.fetch, &cause) != 0) {
-		fprintf(stderr, "fusebox: %s\n", cause);
+		snprintf(start_error, sizeof start_error, "%s", cause);
 		free(cause);
-		rc = 1;
+		rc = 2;
 		goto out;
 	}
-	/* newterm, not initscr: an unknown TERM is an error message, not an exit. */
-	scr = newterm(NULL, stdout, stdin);
-	if (scr == NULL) {
-		refuse_terminal(term);
-		rc = 1;
-		goto out;
-	}
-	cup = tigetstr("cup");
-	if (cup == NULL || cup == (char *)-1) {
-		endwin();
-		delscreen(scr);
-		refuse_terminal(term);
-		rc = 1;
-		goto out;
-	}
-	cbreak();
-	noecho();
-	nonl();
-	keypad(stdscr, TRUE);
-	nodelay(stdscr, TRUE);
-	set_escdelay(40);
-	curs_set(0);
-	ui_colours_init(nc != NULL && *nc != '\0');
 	for (i = 0; i < SCR__COUNT; i++)
 		if (screens[i]->init)
 			screens[i]->init(&c);
@@ -733,7 +708,7 @@ console_run(struct client *cli)
 	pfd[1].fd = fetch_fd(c.fetch);
 	pfd[1].events = POLLIN;
 	draw(&c);
-	while (!c.quit && !console_stop) {
+	while (!c.quit && !c.back && !console_stop) {
 		/* Wake at the next wall-clock second at the latest: countdowns move. */
 		wait_ms = 1000 - (int)(clock_wall_ms() % 1000) + 5;
 		if (poll(pfd, 2, wait_ms) < 0 && errno != EINTR)
@@ -751,20 +726,19 @@ console_run(struct client *cli)
 			merge(&c, r);
 			fetch_result_free(r);
 		}
-		while (!c.quit && read_key(&k)) {
+		while (!c.quit && !c.back && read_key(&k)) {
 			key(&c, k);
 			if (c.next_screen >= 0) {
 				show(&c, c.next_screen);
 				c.next_screen = -1;
 			}
 		}
-		if (c.quit)
+		if (c.quit || c.back)
 			break;
 		why_tick(&c);
 		draw(&c);
 	}
-	endwin();
-	delscreen(scr);
+	rc = c.back && !c.quit && !console_stop;
 out:
 	fetch_stop(c.fetch);
 	state_free(c.state);
@@ -778,4 +752,83 @@ out:
 	audit_list_free(&c.audit);
 	why_free();
 	return rc;
+}
+
+int
+console_term_open(SCREEN **scr)
+{
+	const char *nc = getenv("NO_COLOR"), *term;
+	char *cup;
+
+	*scr = NULL;
+	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
+		fprintf(stderr,
+			"fusebox: the console needs a terminal (or give a verb; see --help)\n");
+		return 1;
+	}
+	term = getenv("TERM");
+	if (term == NULL || term[0] == '\0' || strcmp(term, "dumb") == 0) {
+		refuse_terminal(term);
+		return 1;
+	}
+	fmt_set_ascii(!fmt_locale_utf8());
+	/* newterm, not initscr: an unknown TERM is an error message, not an exit. */
+	*scr = newterm(NULL, stdout, stdin);
+	if (*scr == NULL) {
+		refuse_terminal(term);
+		return 1;
+	}
+	cup = tigetstr("cup");
+	if (cup == NULL || cup == (char *)-1) {
+		endwin();
+		delscreen(*scr);
+		*scr = NULL;
+		refuse_terminal(term);
+		return 1;
+	}
+	cbreak();
+	noecho();
+	nonl();
+	keypad(stdscr, TRUE);
+	nodelay(stdscr, TRUE);
+	set_escdelay(40);
+	curs_set(0);
+	ui_colours_init(nc != NULL && *nc != '\0');
+	return 0;
+}
+
+void
+console_term_close(SCREEN *scr)
+{
+	if (scr == NULL)
+		return;
+	endwin();
+	delscreen(scr);
+}
+
+int
+console_run_host(struct client *cli, const char *name)
+{
+	return console_loop(cli, name);
+}
+
+int
+console_stopped(void)
+{
+	return console_stop != 0;
+}
+
+int
+console_run(struct client *cli)
+{
+	SCREEN *scr;
+	int rc;
+
+	if (console_term_open(&scr) != 0)
+		return 1;
+	rc = console_loop(cli, NULL);
+	console_term_close(scr);
+	if (rc == 2)
+		fprintf(stderr, "fusebox: %s\n", start_error);
+	return rc == 0 ? 0 : 1;
 }

@@ -87,6 +87,8 @@ struct console {
 	int64_t now_wall; /* refreshed before each draw and key */
 	int64_t now_mono;
 	int quit;
+	int back;		/* Esc on a fleet's host: back to the fleet views */
+	const char *fleet_host; /* the host's name in the fleet file, or NULL (no fleet) */
 	/*
 	 * What a screen asked for: a screen (SCR_*, -1: none) that console.c
 	 * shows after the key handler, and the route the Routes screen selects

@@ -24,6 +24,20 @@
 #include "console.h"
 #include "fleet.h"
 #include "fleet_cli.h"
+#include "fleet_console.h"
+
+/* Whether a verb's arguments (up to "--") name --prometheus. */
+static int
+wants_prometheus(int argc, char **argv)
+{
+	int k;
+
+	for (k = 1; k < argc && strcmp(argv[k], "--") != 0; k++)
+		if (strcmp(argv[k], "--prometheus") == 0 ||
+		    strncmp(argv[k], "--prometheus=", 13) == 0)
+			return 1;
+	return 0;
+}
 
 int
 main(int argc, char **argv)
@@ -71,6 +85,12 @@ main(int argc, char **argv)
 		rc = cli_run(NULL, g.json, argc - i, argv + i);
 		goto out;
 	}
+	/* The fleet's SLOs from Prometheus: no daemon, no token, no fleet file. */
+	if (i < argc && strcmp(argv[i], "slo") == 0 && wants_prometheus(argc - i, argv + i)) {
+		curl_global_init(CURL_GLOBAL_DEFAULT);
+		rc = cli_run(NULL, g.json, argc - i, argv + i);
+		goto out;
+	}
 
 	env = getenv("FUSEBOX_FLEET");
 	if (g.fleet == NULL && g.url == NULL && env != NULL && env[0] != '\0')
@@ -87,13 +107,7 @@ main(int argc, char **argv)
 		rc = CLI_USAGE;
 		goto out;
 	}
-	if (g.fleet != NULL && g.host == NULL && i >= argc) {
-		fprintf(stderr, "fusebox: the fleet console is not there yet: give a verb "
-				"(status, level, weights, breaker, reviews) or --host NAME\n");
-		rc = CLI_USAGE;
-		goto out;
-	}
-	if (g.fleet != NULL && i >= argc) {
+	if (g.fleet != NULL && g.host != NULL && i >= argc) {
 		/* --host NAME without a verb: the console on that one host. */
 		if ((n = fleet_find(&fleet, g.host)) < 0) {
 			fprintf(stderr, "fusebox: --host: no host named \"%s\" in the fleet\n",
@@ -127,7 +141,9 @@ main(int argc, char **argv)
 		client_discover(&cli, g.addr_file,
 				g.url != NULL || (env != NULL && env[0] != '\0'));
 	}
-	if (g.fleet != NULL)
+	if (g.fleet != NULL && i >= argc)
+		rc = fleet_console_run(&fleet, token, role, g.fleet);
+	else if (g.fleet != NULL)
 		rc = fleet_cli_run(&fleet, token, role, g.host, g.json, argc - i, argv + i);
 	else if (i >= argc)
 		rc = console_run(&cli);

@@ -6,7 +6,11 @@
 # with h3 down is 2 applied / 1 failed, exit 1, and its retry applies to
 # h3 once it is back, with the same action id in every daemon's audit
 # rows; the reviews of two daemons merged by due time, one decided on the
-# daemon that owns it. See lib.sh for the fixture (one mock LLM for all).
+# daemon that owns it; the fleet console (fusebox --fleet F, no verb) in
+# tmux at 80x24 and 200x50: host counts per level, the sums equal to the
+# daemons' own /v1/slo counters added up, the down host named with its
+# error, route -> hosts -> a host's screens -> Esc back. See lib.sh for
+# the fixture (one mock LLM for all).
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -148,6 +152,98 @@ ok_re status_breaker_closed '^primary-v2 +0/2 +-$'
 pend=$(($(route_field 1 intent review_pending) + $(route_field 2 intent review_pending)))
 [ "$pend" -ge 2 ] && grep -Eq "^intent .* $pend\$" <<<"$OUT"
 check status_reviews_summed $? "pending $pend: $OUT"
+
+# --- the fleet console (tmux, 80x24 and 200x50): overview, hosts, a host's screens ---
+help_gone() { ! screen "$1" | grep -q 'good/total summed'; }
+# route_line NAME ROUTE: the route's row on the overview
+route_line() { screen "$1" | grep -E "^ ?$2 " | head -1; }
+for size in 80x24 200x50; do
+	name=fleet$size
+	console_start "$name" "$size" -- --fleet "$T/fleet" --token-file "$T/op.token"
+	wait_screen "$name" 'fleet: 3 hosts, 2 answering, 1 down' 8
+	check "console_${size}_counts" $? "$(screen "$name")"
+	wait_screen "$name" "host h3 down since [0-9:]+: cannot reach .*127\\.0\\.0\\.1:${HPORT[3]}" 4
+	check "console_${size}_down_named" $? "$(screen "$name")"
+	screen "$name" | grep -q 'sums over the 2 answering hosts of 3 (partial: 1 down)'
+	check "console_${size}_partial" $? "$(screen "$name")"
+	wait_screen "$name" '^ ?intent +L0 1 · L2\* 1 ' 4
+	check "console_${size}_levels" $? "$(screen "$name")"
+	route_line "$name" ticket | grep -Eq '^ ?ticket +L0 2 '
+	check "console_${size}_levels_ticket" $? "$(screen "$name")"
+	for route in intent ticket; do
+		t=$(slo_sum $route total)
+		sg=$(slo_sum $route service_good)
+		sm=$(slo_sum $route smart_good)
+		line=$(route_line "$name" $route)
+		[ "$(grep -Eo '[0-9]+/[0-9]+' <<<"$line" | sed -n 1p)" = "$sg/$t" ] &&
+			[ "$(grep -Eo '[0-9]+/[0-9]+' <<<"$line" | sed -n 2p)" = "$sm/$t" ]
+		check "console_${size}_sums_$route" $? "expected service $sg/$t smart $sm/$t: $line"
+	done
+	pend=$(($(route_field 1 intent review_pending) + $(route_field 2 intent review_pending)))
+	route_line "$name" intent | grep -Eq " $pend *\$"
+	check "console_${size}_reviews" $? "pending $pend: $(route_line "$name" intent)"
+	screen "$name" | grep -Eq '^ ?flaky-v1 +1/2 +h2\(forced_open\)'
+	check "console_${size}_breaker_open" $? "$(screen "$name")"
+	screen "$name" | grep -Eq '^ ?primary-v2 +0/2 +-'
+	check "console_${size}_breaker_closed" $? "$(screen "$name")"
+	if [ "$size" = 80x24 ]; then
+		screen "$name" | grep -Eq '^ ?ROUTE .*REV.*(›|>)$'
+		check console_80x24_columns_dropped $? "$(screen "$name")"
+	else
+		screen "$name" | grep -Eq '^ ?ROUTE .*BRK +ALRT +REV'
+		check console_200x50_all_columns $? "$(screen "$name")"
+	fi
+	[ "$(screen "$name" | wc -L)" -le "${size%x*}" ]
+	check "console_${size}_fits" $? "$(screen "$name")"
+	# Enter on intent: its hosts (the selection starts on the first route)
+	nth=$(screen "$name" | awk '/^ ?ROUTE /{h=NR; next} h && /^ ?[a-z]/{n++; if ($1=="intent") {print n-1; exit}}')
+	for _ in $(seq 1 "${nth:-0}"); do keys "$name" j; done
+	keys "$name" Enter
+	wait_screen "$name" 'route intent on 3 hosts: L0 1 · L2\* 1' 4
+	check "console_${size}_hosts" $? "$(screen "$name")"
+	screen "$name" | grep -Eq '^ ?h1 +L2\* +forced +[0-9.]+% [0-9]+/[0-9]+'
+	check "console_${size}_host_h1" $? "$(screen "$name")"
+	screen "$name" | grep -Eq '^ ?h2 +L0 +auto '
+	check "console_${size}_host_h2" $? "$(screen "$name")"
+	screen "$name" | grep -Eq '^ ?h3 +down since [0-9:]+: cannot reach '
+	check "console_${size}_host_h3_down" $? "$(screen "$name")"
+	[ "$size" = 80x24 ] && screen "$name" >"$T/capture-hosts-$size"
+	# Enter on h1: the single-daemon screens for it; Esc back, Esc again the overview
+	keys "$name" Enter
+	wait_screen "$name" "^ fusebox h1 " 4 && wait_screen "$name" 'connected +fuseboxd' 4 &&
+		screen "$name" | grep -q 'Esc fleet' &&
+		{ [ "$size" = 80x24 ] || screen "$name" | head -1 | grep -q "127\\.0\\.0\\.1:${HPORT[1]}"; }
+	check "console_${size}_host_screens" $? "$(screen "$name")"
+	wait_screen "$name" '^ ?intent +L2\*' 4
+	check "console_${size}_host_overview" $? "$(screen "$name")"
+	keys "$name" Escape
+	wait_screen "$name" 'route intent on 3 hosts' 4
+	check "console_${size}_esc_hosts" $? "$(screen "$name")"
+	# another host from the same list: h2, its own daemon
+	keys "$name" j Enter
+	wait_screen "$name" "^ fusebox h2 " 4 && wait_screen "$name" '^ ?intent +L0 ' 4
+	check "console_${size}_host_h2_screens" $? "$(screen "$name")"
+	keys "$name" Escape
+	wait_screen "$name" 'route intent on 3 hosts' 4
+	check "console_${size}_esc_hosts_again" $? "$(screen "$name")"
+	keys "$name" '?'
+	wait_screen "$name" 'good/total summed over the answering hosts' 4
+	check "console_${size}_help" $? "$(screen "$name")"
+	keys "$name" Escape
+	wait_until 4 help_gone "$name" && screen "$name" | grep -q 'route intent on 3 hosts'
+	check "console_${size}_help_closed" $? "$(screen "$name")"
+	keys "$name" Escape
+	wait_screen "$name" 'routes: sums over the 2 answering hosts of 3' 4
+	check "console_${size}_esc_overview" $? "$(screen "$name")"
+	[ "$size" = 80x24 ] && screen "$name" >"$T/capture-overview-$size"
+	keys "$name" q
+	wait_screen "$name" 'EXITED-0' 4
+	check "console_${size}_quit" $? "$(screen "$name")"
+	tm kill-session -t "$name" 2>/dev/null
+done
+if [ -n "${FB_FLEET_CAPTURES:-}" ]; then
+	cp "$T"/capture-* "$FB_FLEET_CAPTURES"/ 2>/dev/null || true
+fi
 
 # --- fan-out with h3 down: 2 applied, 1 failed, exit 1 ---
 frun level ticket 1 --reason "fleet drill"
