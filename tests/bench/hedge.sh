@@ -56,26 +56,7 @@ EOF
 }
 
 # route NAME BACKEND RETRY_EXTRA: bench_config's route (validation, rules).
-route() {
-	cat <<EOF
-    {"name": "$1", "budget_ms": 6000, "min_attempt_ms": 50,
-     "retry": {"max_retries": 1, "backoff": "none",
-               "retry_on": ["connect_error", "reset", "http_5xx"]$3},
-     "targets": [{"backend": "$2", "weight": 100}],
-     "prompt": {"system": "Classify the user's intent as refund, complaint, consult or other. Answer with JSON: {\"intent\": ..., \"confidence\": 0..1, \"summary\": ...}.",
-                "user": "{{input}}", "temperature": 0.2, "max_tokens": 128, "response_format_json": true},
-     "output": {
-       "schema": {"type": "object", "required": ["intent", "confidence"],
-                  "properties": {"intent": {"type": "string", "enum": ["refund", "complaint", "consult", "other"]},
-                                 "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                                 "summary": {"type": "string", "minLength": 4, "maxLength": 100}}},
-       "confidence_field": "confidence", "clamp_confidence": true,
-       "reject_below": 0.1, "review_below": 0.5},
-     "rules": {"match": [{"any": ["refund", "money back"], "result": {"intent": "refund"}, "confidence": 0.6}],
-               "default": {"result": {"intent": "other"}, "confidence": 0.3}},
-     "on_exhausted": "error"}
-EOF
-}
+route() { bench_route "$1" "$2" 6000 "$3"; }
 
 echo "bench-operator-token operator bench" >"$tmp/tokens"
 chmod 600 "$tmp/tokens"
