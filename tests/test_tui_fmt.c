@@ -259,6 +259,21 @@ START_TEST(test_table)
 }
 END_TEST
 
+START_TEST(test_paren)
+{
+	char out[16];
+
+	fmt_paren_inner("(3x first_byte_timeout) tail", out, sizeof out);
+	ck_assert_str_eq(out, "3x first_byte_t"); /* cut to 15 bytes */
+	fmt_paren_inner("(a (b) c) d", out, sizeof out);
+	ck_assert_str_eq(out, "a (b) c");
+	fmt_paren_inner("()", out, sizeof out);
+	ck_assert_str_eq(out, "");
+	fmt_paren_inner("(never closed", out, sizeof out);
+	ck_assert_str_eq(out, "never closed");
+}
+END_TEST
+
 static Suite *
 tui_fmt_suite(void)
 {
@@ -269,6 +284,7 @@ tui_fmt_suite(void)
 		{"width", test_width},	   {"fit", test_fit},	  {"wrap", test_wrap},
 		{"numbers", test_numbers}, {"spark", test_spark}, {"bar", test_bar},
 		{"parse", test_parse},	   {"table", test_table}, {"utf8_codec", test_utf8_codec},
+		{"paren", test_paren},
 	};
 	Suite *s = suite_create("tui_fmt");
 	TCase *tc;

@@ -515,3 +515,23 @@ fmt_clock(char *out, size_t outsz, int64_t wall_ms, int64_t now_ms)
 	else
 		strftime(out, outsz, "%m-%d %H:%M", &tm);
 }
+
+void
+fmt_paren_inner(const char *open, char *out, size_t outsz)
+{
+	const char *q;
+	size_t n;
+	int depth = 0;
+
+	for (q = open; *q; q++) {
+		if (*q == '(')
+			depth++;
+		else if (*q == ')' && --depth == 0)
+			break;
+	}
+	n = (size_t)(q - open - 1);
+	if (n >= outsz)
+		n = outsz - 1;
+	memcpy(out, open + 1, n);
+	out[n] = '\0';
+}

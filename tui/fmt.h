@@ -86,3 +86,9 @@ int fmt_parse_duration(const char *s, int64_t *ms);
 int fmt_parse_since(const char *s, int64_t now_ms, int64_t *since_ms);
 /* Epoch ms as local "HH:MM:SS" (same day as now_ms) or "MM-DD HH:MM". */
 void fmt_clock(char *out, size_t outsz, int64_t wall_ms, int64_t now_ms);
+/*
+ * The text inside the balanced parentheses that open at open (which points
+ * at a '('), cut to outsz - 1 bytes, into out; to the end of the string
+ * when they never close.
+ */
+void fmt_paren_inner(const char *open, char *out, size_t outsz);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fmt.h"
 #include "util.h"
 
 #define SEP_MAX 512
@@ -23,26 +24,14 @@
 static const char *
 paren_after(const char *s, const char *arrow, char *out, size_t outsz)
 {
-	const char *p = strstr(s, arrow), *q;
-	size_t n;
-	int depth = 0;
+	const char *p = strstr(s, arrow);
 
 	if (p == NULL)
 		return NULL;
 	p = strchr(p, '(');
 	if (p == NULL)
 		return NULL;
-	for (q = p; *q; q++) {
-		if (*q == '(')
-			depth++;
-		else if (*q == ')' && --depth == 0)
-			break;
-	}
-	n = (size_t)(q - p - 1);
-	if (n >= outsz)
-		n = outsz - 1;
-	memcpy(out, p + 1, n);
-	out[n] = '\0';
+	fmt_paren_inner(p, out, outsz);
 	return out;
 }
 

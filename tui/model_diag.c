@@ -20,6 +20,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "fmt.h"
 #include "model_json.h"
 #include "util.h"
 
@@ -193,27 +194,13 @@ void
 diag_cause_evidence(const struct diag_cause_v *c, char *out, size_t outsz)
 {
 	char words[512];
-	const char *p, *q;
-	size_t n;
-	int depth = 0;
+	const char *p;
 
 	out[0] = '\0';
 	diag_cause_words(c, words, sizeof words);
 	p = strstr(words, " (");
-	if (p == NULL)
-		return;
-	p += 1;
-	for (q = p; *q; q++) {
-		if (*q == '(')
-			depth++;
-		else if (*q == ')' && --depth == 0)
-			break;
-	}
-	n = (size_t)(q - p - 1);
-	if (n >= outsz)
-		n = outsz - 1;
-	memcpy(out, p + 1, n);
-	out[n] = '\0';
+	if (p != NULL)
+		fmt_paren_inner(p + 1, out, outsz);
 }
 
 static int

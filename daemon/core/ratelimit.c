@@ -386,15 +386,17 @@ ratelimit_admits(const struct ratelimit *r, int64_t now_ms, int est_tokens, int6
 	return rc;
 }
 
-int64_t
-ratelimit_remaining_requests(const struct ratelimit *r, int64_t now_ms)
+/* What a known remaining count and a per-minute config limit leave (the tighter); -1 unknown. */
+static int64_t
+remaining(const struct ratelimit *r, int64_t now_ms, int64_t known_left, int per_min, int tokens)
 {
 	int64_t secs[RATELIMIT_WINDOW_S], reqs[RATELIMIT_WINDOW_S], toks[RATELIMIT_WINDOW_S];
-	int64_t left = known(r->requests_left, r->requests_reset_ms, now_ms), req_sum, tok_sum, c;
+	int64_t left = known_left, req_sum, tok_sum, used, c;
 
-	if (r->cfg.rpm > 0) {
+	if (per_min > 0) {
 		window_list(r, now_ms, secs, reqs, toks, &req_sum, &tok_sum);
-		c = req_sum < r->cfg.rpm ? r->cfg.rpm - req_sum : 0;
+		used = tokens ? tok_sum : req_sum;
+		c = used < per_min ? per_min - used : 0;
 		if (left < 0 || c < left)
 			left = c;
 	}
@@ -402,18 +404,17 @@ ratelimit_remaining_requests(const struct ratelimit *r, int64_t now_ms)
 }
 
 int64_t
+ratelimit_remaining_requests(const struct ratelimit *r, int64_t now_ms)
+{
+	return remaining(r, now_ms, known(r->requests_left, r->requests_reset_ms, now_ms),
+			 r->cfg.rpm, 0);
+}
+
+int64_t
 ratelimit_remaining_tokens(const struct ratelimit *r, int64_t now_ms)
 {
-	int64_t secs[RATELIMIT_WINDOW_S], reqs[RATELIMIT_WINDOW_S], toks[RATELIMIT_WINDOW_S];
-	int64_t left = known(r->tokens_left, r->tokens_reset_ms, now_ms), req_sum, tok_sum, c;
-
-	if (r->cfg.tpm > 0) {
-		window_list(r, now_ms, secs, reqs, toks, &req_sum, &tok_sum);
-		c = tok_sum < r->cfg.tpm ? r->cfg.tpm - tok_sum : 0;
-		if (left < 0 || c < left)
-			left = c;
-	}
-	return left;
+	return remaining(r, now_ms, known(r->tokens_left, r->tokens_reset_ms, now_ms), r->cfg.tpm,
+			 1);
 }
 
 int64_t
