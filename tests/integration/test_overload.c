@@ -236,7 +236,7 @@ shed_round(struct round_stats *rs, int warm)
 START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 {
 	struct round_stats rs;
-	int thr0, thr1, thr, fd1, fd, r;
+	int thr0, thr1 = -1, thr, fd1, fd, r;
 	long long rss1 = 0, rss_from = 0, rss, rss_max = 0, bound;
 
 	/* fuseboxd may be linked with jemalloc, which keeps freed pages for
@@ -270,13 +270,16 @@ START_TEST(bulkheads_shed_excess_fast_and_resources_stay_flat)
 			"RSS %lld kB\n",
 			r, CALLERS, rs.shed, rs.shed_p50, rs.shed_p95, rs.shed_worst, rs.admitted,
 			rs.admitted_worst, rs.client_worst, thr, fd, rss);
-		/* Fixed threads: a thread per call or per waiting connection would show here. */
-		ck_assert_msg(thr == thr0, "round %d: %d threads, %d at start", r, thr, thr0);
+		/* Fixed threads: a thread per call or per waiting connection would show
+		 * here. Never more than at start; from round 1 on, exactly as many (a
+		 * start-up thread may have ended by then: seen under ASan). */
+		ck_assert_msg(thr <= thr0 && thr == thr1,
+			      "round %d: %d threads, %d at start, %d after round 1", r, thr, thr0,
+			      thr1);
 		/* Sockets of hung attempts are closed when the attempt ends: the
 		 * 20 aborted upstream connections of a round must not pile up. */
 		ck_assert_msg(fd <= fd1 + 5, "fds grew from %d to %d", fd1, fd);
 	}
-	(void)thr1;
 	/*
 	 * Shed within 5 ms of arrival (the daemon's clock). 180 calls arrive
 	 * within a few ms and one engine thread answers them in turn
