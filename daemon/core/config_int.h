@@ -79,3 +79,5 @@ void retry_load(struct ctx *x, const cJSON *route, const char *path, struct rout
 void output_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *r);
 void rules_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *r);
 void preset_load(struct ctx *x, const cJSON *route, const char *path, struct route_cfg *r);
+/* config_route.c: free what a route owns (not r itself). */
+void route_free(struct route_cfg *r);

@@ -3,8 +3,9 @@
  * timeout, retry, output (schema, deny patterns, conditional rules), rules
  * and preset, read after the walker has stored their scalar keys. The
  * sections that resolve backend names (targets, backup, cross_check) stay
- * in config.c with the lookups, so no call runs back into config.c. Runs
- * on the main thread.
+ * in config.c with the lookups, so no call runs back into config.c. And
+ * route_free(), what config_free() calls for each route. Runs on the main
+ * thread.
  */
 #include "config_int.h"
 
@@ -443,4 +444,77 @@ preset_load(struct ctx *x, const cJSON *route, const char *path, struct route_cf
 	if (cJSON_IsObject(p) && obj_get(p, "result") == NULL && obj_get(p, "text") == NULL)
 		ctx_err(x, ppath, "needs \"result\" or \"text\"");
 	free(ppath);
+}
+
+/* ---- freeing a route ---- */
+
+static void
+targets_free(struct target_cfg *t, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(t[i].backend);
+	free(t);
+}
+
+static void
+pattern_rule_free(struct pattern_rule *p)
+{
+	free(p->field);
+	if (p->pattern != NULL)
+		regfree(&p->re);
+	free(p->pattern);
+}
+
+void
+route_free(struct route_cfg *r)
+{
+	int i, j;
+
+	free(r->name);
+	targets_free(r->targets, r->ntargets);
+	targets_free(r->backup.targets, r->backup.ntargets);
+	for (i = 0; i < r->backup.nfew_shot; i++) {
+		free(r->backup.few_shot[i].role);
+		free(r->backup.few_shot[i].content);
+	}
+	free(r->backup.few_shot);
+	free(r->prompt.system);
+	free(r->prompt.user);
+	cJSON_Delete(r->output.schema);
+	if (r->output.vschema != NULL)
+		vschema_free(r->output.vschema);
+	for (i = 0; i < r->output.ndeny; i++)
+		pattern_rule_free(&r->output.deny[i]);
+	free(r->output.deny);
+	for (i = 0; i < r->output.nrules; i++) {
+		free(r->output.rules[i].when_field);
+		cJSON_Delete(r->output.rules[i].when_equals);
+		pattern_rule_free(&r->output.rules[i].deny);
+	}
+	free(r->output.rules);
+	free(r->output.confidence_field);
+	for (i = 0; i < r->rules.nmatch; i++) {
+		for (j = 0; j < r->rules.match[i].nany; j++)
+			free(r->rules.match[i].any[j]);
+		free(r->rules.match[i].any);
+		if (r->rules.match[i].regex != NULL)
+			regfree(&r->rules.match[i].re);
+		free(r->rules.match[i].regex);
+		cJSON_Delete(r->rules.match[i].result);
+	}
+	free(r->rules.match);
+	cJSON_Delete(r->rules.default_result);
+	cJSON_Delete(r->preset.result);
+	free(r->preset.text);
+	free(r->cross_check.backend);
+	for (i = 0; i < r->cross_check.ncompare; i++)
+		free(r->cross_check.compare[i]);
+	free(r->cross_check.compare);
+	for (i = 0; i < r->slo.nalerts; i++) {
+		free(r->slo.alerts[i].name);
+		free(r->slo.alerts[i].metric);
+	}
+	free(r->slo.alerts);
 }
