@@ -53,7 +53,6 @@
 #include "wire.h"
 
 static void call_step(struct call *c);
-static void call_slot_leave(struct engine *e, struct backend_rt *b);
 
 void
 call_req_clear(struct call_req *cr)
@@ -577,40 +576,6 @@ out:
 	return c->answered;
 }
 
-/* Hand a backend's bulkhead slot back; a waiting call gets it on the next turn. */
-static void
-call_slot_leave(struct engine *e, struct backend_rt *b)
-{
-	struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
-
-	if (w)
-		engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
-}
-
-struct attempt *
-call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int target, int64_t now_us)
-{
-	struct attempt *a;
-
-	if (c->natt >= CALL_MAX_INFLIGHT) { /* cannot happen: hedges stop below */
-		log_ctx(LOG_LEVEL_ERROR, "call", &CALL_LOG_CTX(c), "%s %s: %d attempts in flight",
-			c->rc->name, c->request_id, c->natt);
-		return NULL;
-	}
-	a = attempt_start(&c->own, bidx, c->step == STEP_BACKUP, is_probe, canary, target, now_us);
-	a->inflight_start = c->e->backends[bidx].bulkhead.inflight;
-	c->att[c->natt++] = a;
-	if (c->natt == 1)
-		call_hedge_arm(c, now_us);
-	return a;
-}
-
-int
-call_target_index(const struct call *c, int picked)
-{
-	return c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == c->rc ? picked : -1;
-}
-
 /* A bulkhead slot was handed to us, or the queue wait ran out. */
 static void
 queue_fire(struct timer *t, void *arg)
@@ -640,8 +605,9 @@ queue_fire(struct timer *t, void *arg)
 		return;
 	}
 	engine_breaker_events(c->e, b);
-	call_attempt_start(c, (int)(b - c->e->backends), is_probe, c->queued_canary,
-			   c->queued_target, now_us);
+	if (call_attempt_start(c, (int)(b - c->e->backends), is_probe, c->queued_canary,
+			       c->queued_target, now_us) != NULL)
+		call_hedge_arm(c, now_us);
 }
 
 static void
@@ -672,12 +638,6 @@ deadline_fire(struct timer *t, void *arg)
 			call_fall(c, "budget_exhausted");
 		call_step(c);
 	}
-}
-
-void
-call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w)
-{
-	engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
 }
 
 static void
@@ -751,7 +711,9 @@ model_step(struct call *c, const char **why)
 		return 1;
 	}
 	engine_breaker_events(e, b);
-	call_attempt_start(c, bidx, is_probe, canary, call_target_index(c, picked), now_us);
+	if (call_attempt_start(c, bidx, is_probe, canary, call_target_index(c, picked), now_us) !=
+	    NULL)
+		call_hedge_arm(c, now_us);
 	return 0;
 }
 

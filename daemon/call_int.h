@@ -85,14 +85,17 @@ int call_target_backend(const struct call *c, const struct target_cfg *t);
  */
 int call_pick_target(struct call *c, int avoid_bidx, int *bidx, int *picked, const char **why);
 /*
- * call.c: start an attempt of c on bidx (canary: the target is one; target:
- * its index among the primary targets or -1); its bulkhead slot and
- * breaker permit are held. The attempt, in c->att[].
+ * call_pick.c: start an attempt of c on bidx (canary: the target is one;
+ * target: its index among the primary targets or -1); its bulkhead slot
+ * and breaker permit are held. The attempt, in c->att[] (NULL: no room;
+ * cannot happen). The caller arms the hedge timer (call_hedge_arm()).
  */
 struct attempt *call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int target,
 				   int64_t now_us);
-/* call.c: the target index call_attempt_start() takes for the target picked (-1: none). */
+/* call_pick.c: the target index call_attempt_start() takes for the target picked (-1: none). */
 int call_target_index(const struct call *c, int picked);
+/* call_pick.c: hand a backend's bulkhead slot back; a waiting call gets it on the next turn. */
+void call_slot_leave(struct engine *e, struct backend_rt *b);
 /* call_hedge.c: arm the hedge timer for c's one attempt in flight (no-op when off). */
 void call_hedge_arm(struct call *c, int64_t now_us);
 /* call_hedge.c: stop every attempt of c still in flight as hedge_cancelled. */

@@ -1,5 +1,7 @@
 /*
- * call_pick: which backend a model step's attempt goes to. The router's
+ * call_pick: which backend a model step's attempt goes to, and starting
+ * it there (the slot and permit held; a slot handed back goes to the
+ * oldest waiter). The router's
  * candidates are the step's targets with their live weights (x health
  * when the route weighs it), less those whose breaker refuses, whose
  * bulkhead is full with no queue, or whose known rate limit is spent
@@ -9,17 +11,57 @@
  */
 #include <string.h>
 
+#include "attempt.h"
 #include "breaker.h"
 #include "call_int.h"
 #include "clock.h"
 #include "engine.h"
 #include "gate.h"
 #include "health.h"
+#include "log.h"
 #include "router.h"
 #include "util.h"
 #include "wire.h"
 
 #define MAX_TARGETS 64
+
+void
+call_bulkhead_granted(struct engine *e, struct bulkhead_waiter *w)
+{
+	engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+}
+
+/* Hand a backend's bulkhead slot back; a waiting call gets it on the next turn. */
+void
+call_slot_leave(struct engine *e, struct backend_rt *b)
+{
+	struct bulkhead_waiter *w = bulkhead_leave(&b->bulkhead);
+
+	if (w)
+		engine_timer_arm(e, &((struct call *)w->arg)->t_queue, clock_mono_us());
+}
+
+struct attempt *
+call_attempt_start(struct call *c, int bidx, int is_probe, int canary, int target, int64_t now_us)
+{
+	struct attempt *a;
+
+	if (c->natt >= CALL_MAX_INFLIGHT) { /* cannot happen: hedges stop below */
+		log_ctx(LOG_LEVEL_ERROR, "call", &CALL_LOG_CTX(c), "%s %s: %d attempts in flight",
+			c->rc->name, c->request_id, c->natt);
+		return NULL;
+	}
+	a = attempt_start(&c->own, bidx, c->step == STEP_BACKUP, is_probe, canary, target, now_us);
+	a->inflight_start = c->e->backends[bidx].bulkhead.inflight;
+	c->att[c->natt++] = a;
+	return a;
+}
+
+int
+call_target_index(const struct call *c, int picked)
+{
+	return c->step == STEP_PRIMARY && c->force_bidx < 0 && c->rt->cfg == c->rc ? picked : -1;
+}
 
 int
 call_target_backend(const struct call *c, const struct target_cfg *t)
