@@ -3,7 +3,9 @@
  * optional token file and group, relative token paths, errors naming the
  * line — the per-host polling schedule (1 Hz, backoff while failing) and
  * the fleet console's sums (tui/fleet_console.c: counters added up, not
- * percentages averaged; a host down is counted as down, not summed).
+ * percentages averaged; a host down is counted as down, not summed) and
+ * the fan-out's host selection and level request, shared by the CLI and
+ * the console (tui/fleet_cli.c).
  */
 #include <check.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <unistd.h>
 
 #include "fleet.h"
+#include "fleet_cli.h"
 #include "fleet_console.h"
 
 static int
@@ -250,6 +253,46 @@ START_TEST(test_sums)
 }
 END_TEST
 
+START_TEST(test_fanout)
+{
+	struct fleet f;
+	struct fleet_fanout fo;
+	char *cause, err[256];
+	int sel[3];
+
+	ck_assert_int_eq(parse("h1 http://127.0.0.1:1 - eu\n"
+			       "h2 http://127.0.0.1:2 - eu\n"
+			       "h3 http://127.0.0.1:3 - us\n",
+			       &f, &cause),
+			 0);
+	ck_assert_int_eq(fleet_select(&f, NULL, NULL, sel, err, sizeof err), 0);
+	ck_assert(sel[0] && sel[1] && sel[2]);
+	ck_assert_int_eq(fleet_select(&f, "eu", NULL, sel, err, sizeof err), 0);
+	ck_assert(sel[0] && sel[1] && !sel[2]);
+	ck_assert_int_eq(fleet_select(&f, NULL, "h3,h1", sel, err, sizeof err), 0);
+	ck_assert(sel[0] && !sel[1] && sel[2]);
+	ck_assert_int_eq(fleet_select(&f, "eu", "h3", sel, err, sizeof err), -1);
+	ck_assert_str_eq(err, "no host of the fleet is selected");
+	ck_assert_int_eq(fleet_select(&f, NULL, "h1,h9", sel, err, sizeof err), -1);
+	ck_assert_str_eq(err, "no host named \"h9\" in the fleet");
+	ck_assert_int_eq(fleet_select(&f, "asia", NULL, sel, err, sizeof err), -1);
+
+	fleet_fanout_level(&fo, "intent", 2, "vendor outage", 1800);
+	ck_assert_str_eq(fo.method, "PUT");
+	ck_assert_str_eq(fo.path, "/v1/routes/intent/level");
+	ck_assert_str_eq(fo.body, "{\"level\":2,\"reason\":\"vendor outage\",\"ttl_s\":1800}");
+	ck_assert_str_eq(fo.what, "force intent");
+	fleet_fanout_free(&fo);
+	fleet_fanout_level(&fo, "a b", -1, NULL, 0);
+	ck_assert_str_eq(fo.method, "DELETE");
+	ck_assert_str_eq(fo.path, "/v1/routes/a%20b/level");
+	ck_assert_ptr_null(fo.body);
+	ck_assert_str_eq(fo.what, "release a b");
+	fleet_fanout_free(&fo);
+	fleet_free(&f);
+}
+END_TEST
+
 static Suite *
 fleet_suite(void)
 {
@@ -258,7 +301,7 @@ fleet_suite(void)
 		const TTest *test;
 	} cases[] = {
 		{"fields", test_fields}, {"errors", test_errors}, {"load", test_load},
-		{"poll", test_poll},	 {"sums", test_sums},
+		{"poll", test_poll},	 {"sums", test_sums},	  {"fanout", test_fanout},
 	};
 	Suite *s = suite_create("fleet");
 	TCase *tc;

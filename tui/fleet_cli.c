@@ -28,7 +28,8 @@
 
 struct fleet_ctx {
 	const struct fleet *f;
-	struct client *c; /* one per host; c[i].base[0] == '\0': not set up */
+	struct client *c;   /* one per host; c[i].base[0] == '\0': not set up */
+	struct client **cp; /* &c[i], or NULL when host i is not set up */
 	char **init_error;
 };
 
@@ -43,6 +44,7 @@ ctx_free(struct fleet_ctx *x)
 		free(x->init_error[i]);
 	}
 	free(x->c);
+	free(x->cp);
 	free(x->init_error);
 }
 
@@ -54,6 +56,7 @@ ctx_init(struct fleet_ctx *x, const struct fleet *f, const char *token, int role
 
 	x->f = f;
 	x->c = xcalloc((size_t)f->n, sizeof *x->c);
+	x->cp = xcalloc((size_t)f->n, sizeof *x->cp);
 	x->init_error = xcalloc((size_t)f->n, sizeof *x->init_error);
 	for (i = 0; i < f->n; i++) {
 		const struct fleet_host *h = &f->hosts[i];
@@ -76,25 +79,27 @@ ctx_init(struct fleet_ctx *x, const struct fleet *f, const char *token, int role
 			explicit_bzero(tok, strlen(tok));
 			free(tok);
 		}
+		if (x->init_error[i] == NULL)
+			x->cp[i] = &x->c[i];
 	}
 }
 
 /*
  * Ask the hosts selected by sel (NULL: all) method path at once; r[i] for
- * host i (r[i].c NULL for a host not asked or not set up).
+ * host i (r[i].c NULL for a host not asked or not set up: c[i] NULL).
  */
 static struct fleet_req *
-ask(struct fleet_ctx *x, const int *sel, const char *method, const char *path, const char *body,
-    const char *action_id)
+ask_on(const struct fleet *f, struct client *const *c, const int *sel, const char *method,
+       const char *path, const char *body, const char *action_id)
 {
-	struct fleet_req *r = xcalloc((size_t)x->f->n, sizeof *r), *q;
+	struct fleet_req *r = xcalloc((size_t)f->n, sizeof *r), *q;
 	int i, n = 0;
 
-	q = xcalloc((size_t)x->f->n, sizeof *q);
-	for (i = 0; i < x->f->n; i++) {
-		if ((sel != NULL && !sel[i]) || x->init_error[i] != NULL)
+	q = xcalloc((size_t)f->n, sizeof *q);
+	for (i = 0; i < f->n; i++) {
+		if ((sel != NULL && !sel[i]) || c[i] == NULL)
 			continue;
-		q[n] = (struct fleet_req){.c = &x->c[i],
+		q[n] = (struct fleet_req){.c = c[i],
 					  .method = method,
 					  .path = path,
 					  .body = body,
@@ -102,13 +107,20 @@ ask(struct fleet_ctx *x, const int *sel, const char *method, const char *path, c
 		n++;
 	}
 	fleet_fetch_run(q, n, FLEET_TIMEOUT_MS);
-	for (i = 0, n = 0; i < x->f->n; i++) {
-		if ((sel != NULL && !sel[i]) || x->init_error[i] != NULL)
+	for (i = 0, n = 0; i < f->n; i++) {
+		if ((sel != NULL && !sel[i]) || c[i] == NULL)
 			continue;
 		r[i] = q[n++];
 	}
 	free(q);
 	return r;
+}
+
+static struct fleet_req *
+ask(struct fleet_ctx *x, const int *sel, const char *method, const char *path, const char *body,
+    const char *action_id)
+{
+	return ask_on(x->f, x->cp, sel, method, path, body, action_id);
 }
 
 static void
@@ -121,12 +133,15 @@ reqs_free(struct fleet_req *r, int n)
 	free(r);
 }
 
-/* Why host i gave no usable answer to r (caller frees), or NULL when it did (2xx). */
+/*
+ * Why a host gave no usable answer to r (caller frees), or NULL when it did
+ * (2xx). init_error: why the host is not set up, or NULL.
+ */
 static char *
-req_error(const struct fleet_ctx *x, int i, const struct fleet_req *r)
+req_error_on(const char *init_error, const struct fleet_req *r)
 {
-	if (x->init_error[i] != NULL)
-		return xstrdup(x->init_error[i]);
+	if (init_error != NULL)
+		return xstrdup(init_error);
 	if (r->c == NULL)
 		return xstrdup("not asked");
 	if (!r->answered)
@@ -134,6 +149,12 @@ req_error(const struct fleet_ctx *x, int i, const struct fleet_req *r)
 	if (r->status < 200 || r->status > 299)
 		return client_error_text(r->status, r->resp, r->len);
 	return NULL;
+}
+
+static char *
+req_error(const struct fleet_ctx *x, int i, const struct fleet_req *r)
+{
+	return req_error_on(x->init_error[i], r);
 }
 
 /* --- status --- */
@@ -321,21 +342,9 @@ static const char *const fleet_level_takes[] = {FANOUT_TAKES, "--reason", "--ttl
 static const char *const fleet_weights_takes[] = {FANOUT_TAKES, "--reason", NULL};
 static const char *const fleet_breaker_takes[] = {FANOUT_TAKES, "--reason", NULL};
 
-/* What a host's 2xx answer is, for its RESULT cell. */
-enum fanout_answer { ANSWER_LEVEL, ANSWER_TARGETS, ANSWER_BREAKER };
-
-/* One fan-out request, the same for every selected host. */
-struct fanout {
-	const char *what; /* "force intent", "weights intent", ... */
-	const char *method;
-	char path[512];
-	char *body; /* cJSON_PrintUnformatted, or NULL */
-	enum fanout_answer answer;
-};
-
-/* sel[i] = 1 for the hosts of group and of the comma list hosts (NULL: any). */
-static int
-select_hosts(const struct fleet *f, const char *group, const char *hosts, int *sel)
+int
+fleet_select(const struct fleet *f, const char *group, const char *hosts, int *sel, char *err,
+	     size_t errsz)
 {
 	char *list, *p, *next;
 	int i, n = 0;
@@ -352,10 +361,9 @@ select_hosts(const struct fleet *f, const char *group, const char *hosts, int *s
 				continue;
 			i = fleet_find(f, p);
 			if (i < 0) {
-				n = cli_usage_error("--hosts: no host named \"%s\" in the fleet",
-						    p);
+				snprintf(err, errsz, "no host named \"%s\" in the fleet", p);
 				free(list);
-				return n;
+				return -1;
 			}
 			sel[i] = fleet_in_group(f, i, group);
 		}
@@ -363,20 +371,34 @@ select_hosts(const struct fleet *f, const char *group, const char *hosts, int *s
 	}
 	for (i = 0; i < f->n; i++)
 		n += sel[i];
-	if (n == 0)
-		return cli_usage_error("no host of the fleet is selected");
+	if (n == 0) {
+		snprintf(err, errsz, "no host of the fleet is selected");
+		return -1;
+	}
 	return 0;
 }
 
+/* The CLI's --group / --hosts: usage errors (exit 2). */
+static int
+select_hosts(const struct fleet *f, const char *group, const char *hosts, int *sel)
+{
+	char err[512];
+
+	if (fleet_select(f, group, hosts, sel, err, sizeof err) == 0)
+		return 0;
+	return cli_usage_error("%s%s", strncmp(err, "no host named", 13) == 0 ? "--hosts: " : "",
+			       err);
+}
+
 static void
-answer_text(const struct fanout *fo, const struct fleet_req *r, char *out, size_t outsz)
+answer_text(const struct fleet_fanout *fo, const struct fleet_req *r, char *out, size_t outsz)
 {
 	struct route_v rv;
 	char *cause = NULL, t[256];
 	cJSON *ans;
 	const cJSON *st;
 
-	if (fo->answer == ANSWER_BREAKER) {
+	if (fo->answer == FLEET_ANSWER_BREAKER) {
 		ans = cJSON_ParseWithLength(r->resp, r->len);
 		st = cJSON_GetObjectItemCaseSensitive(
 			cJSON_GetObjectItemCaseSensitive(ans, "breaker"), "state");
@@ -390,7 +412,7 @@ answer_text(const struct fanout *fo, const struct fleet_req *r, char *out, size_
 	if (model_parse_route(r->resp, r->len, &rv, &cause) != 0) {
 		free(cause);
 		snprintf(out, outsz, "applied");
-	} else if (fo->answer == ANSWER_LEVEL) {
+	} else if (fo->answer == FLEET_ANSWER_LEVEL) {
 		snprintf(out, outsz, "applied: L%d%s", rv.level,
 			 rv.forced ? " (forced)" : " (auto)");
 	} else {
@@ -399,67 +421,123 @@ answer_text(const struct fanout *fo, const struct fleet_req *r, char *out, size_
 	}
 }
 
+int
+fleet_fanout_send(const struct fleet *f, struct client *const *c, const char *const *why,
+		  const int *sel, const struct fleet_fanout *fo, const char *aid,
+		  struct fleet_result *res)
+{
+	struct fleet_req *r = ask_on(f, c, sel, fo->method, fo->path, fo->body, aid);
+	char *err;
+	int i, failed = 0;
+
+	for (i = 0; i < f->n; i++) {
+		if (!sel[i])
+			continue;
+		res[i].asked = 1;
+		err = req_error_on(c[i] == NULL
+					   ? (why != NULL && why[i] != NULL ? why[i] : "not set up")
+					   : NULL,
+				   &r[i]);
+		res[i].applied = err == NULL;
+		if (err == NULL) {
+			answer_text(fo, &r[i], res[i].text, sizeof res[i].text);
+		} else {
+			failed++;
+			snprintf(res[i].text, sizeof res[i].text, "failed: %s", err);
+			free(err);
+		}
+	}
+	reqs_free(r, f->n);
+	return failed;
+}
+
+void
+fleet_fanout_level(struct fleet_fanout *fo, const char *route, int level, const char *reason,
+		   int64_t ttl_s)
+{
+	cJSON *o;
+	char *seg;
+
+	memset(fo, 0, sizeof *fo);
+	seg = client_escape(route);
+	snprintf(fo->path, sizeof fo->path, "/v1/routes/%s/level", seg);
+	free(seg);
+	if (level >= 0) {
+		o = cJSON_CreateObject();
+		cJSON_AddNumberToObject(o, "level", (double)level);
+		cJSON_AddStringToObject(o, "reason", reason != NULL ? reason : "");
+		if (ttl_s > 0)
+			cJSON_AddNumberToObject(o, "ttl_s", (double)ttl_s);
+		fo->body = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	snprintf(fo->what, sizeof fo->what, "%s %s", level < 0 ? "release" : "force", route);
+	fo->method = level < 0 ? "DELETE" : "PUT";
+	fo->answer = FLEET_ANSWER_LEVEL;
+}
+
+void
+fleet_fanout_free(struct fleet_fanout *fo)
+{
+	cJSON_free(fo->body);
+	fo->body = NULL;
+}
+
 /*
  * Send fo to the hosts a's --group / --hosts select, with a's --action-id
  * or a fresh one; print the table. CLI_OK only when every host applied it.
  */
 static int
-fanout_run(struct fleet_ctx *x, const struct args *a, const struct fanout *fo)
+fanout_run(struct fleet_ctx *x, const struct args *a, const struct fleet_fanout *fo)
 {
 	static const char *const titles[] = {"HOST", "RESULT"};
 	int *sel = xcalloc((size_t)x->f->n, sizeof *sel);
-	int rc, i, nsel = 0, applied = 0, failed = 0;
-	char aid[64], retry[1024], res[512], *err;
-	struct fleet_req *r;
+	struct fleet_result *res = xcalloc((size_t)x->f->n, sizeof *res);
+	int rc, i, nsel = 0, failed;
+	char aid[64], retry[1024];
 	struct table *t;
 	size_t ro = 0;
 
 	if (a->opt[OPT_ACTION_ID] != NULL &&
 	    (strlen(a->opt[OPT_ACTION_ID]) == 0 || strlen(a->opt[OPT_ACTION_ID]) > 64)) {
 		free(sel);
+		free(res);
 		return cli_usage_error("--action-id: 1 to 64 characters");
 	}
 	if ((rc = select_hosts(x->f, a->opt[OPT_GROUP], a->opt[OPT_HOSTS], sel)) != 0) {
 		free(sel);
+		free(res);
 		return rc;
 	}
 	if (a->opt[OPT_ACTION_ID] != NULL)
 		snprintf(aid, sizeof aid, "%s", a->opt[OPT_ACTION_ID]);
 	else
 		fleet_action_id_new(aid, sizeof aid);
-	r = ask(x, sel, fo->method, fo->path, fo->body, aid);
+	failed = fleet_fanout_send(x->f, x->cp, (const char *const *)x->init_error, sel, fo, aid,
+				   res);
 	for (i = 0; i < x->f->n; i++)
 		nsel += sel[i];
 	printf("action %s: %s on %d hosts\n", aid, fo->what, nsel);
 	t = table_new(2, titles, NULL);
 	retry[0] = '\0';
 	for (i = 0; i < x->f->n; i++) {
-		const char *cells[] = {x->f->hosts[i].name, res};
+		const char *cells[] = {x->f->hosts[i].name, res[i].text};
 
 		if (!sel[i])
 			continue;
-		err = req_error(x, i, &r[i]);
-		if (err == NULL) {
-			applied++;
-			answer_text(fo, &r[i], res, sizeof res);
-		} else {
-			failed++;
-			snprintf(res, sizeof res, "failed: %s", err);
-			if (ro < sizeof retry)
-				ro += (size_t)snprintf(retry + ro, sizeof retry - ro, "%s%s",
-						       ro ? "," : "", x->f->hosts[i].name);
-			free(err);
-		}
+		if (!res[i].applied && ro < sizeof retry)
+			ro += (size_t)snprintf(retry + ro, sizeof retry - ro, "%s%s", ro ? "," : "",
+					       x->f->hosts[i].name);
 		table_add(t, cells);
 	}
 	table_print(t, stdout);
 	table_free(t);
-	printf("%d applied, %d failed\n", applied, failed);
+	printf("%d applied, %d failed\n", nsel - failed, failed);
 	if (failed > 0)
 		printf("to retry the failed hosts only, run the same command with --hosts %s "
 		       "--action-id %s\n",
 		       retry, aid);
-	reqs_free(r, x->f->n);
+	free(res);
 	free(sel);
 	return failed == 0 ? CLI_OK : CLI_FAILED;
 }
@@ -468,10 +546,8 @@ static int
 fleet_level(struct fleet_ctx *x, int argc, char **argv)
 {
 	const char *reason, *ttl;
-	struct fanout fo = {0};
+	struct fleet_fanout fo;
 	struct args a;
-	cJSON *o = NULL;
-	char what[256], *seg;
 	int64_t level = 0, ttl_ms = 0;
 	int rc, release;
 
@@ -493,34 +569,19 @@ fleet_level(struct fleet_ctx *x, int argc, char **argv)
 	if (ttl != NULL && (fmt_parse_duration(ttl, &ttl_ms) != 0 || ttl_ms < 1000))
 		return cli_usage_error(
 			"level: --ttl takes seconds or a duration like 30m (got \"%s\")", ttl);
-	seg = client_escape(a.pos[0]);
-	snprintf(fo.path, sizeof fo.path, "/v1/routes/%s/level", seg);
-	free(seg);
-	if (!release) {
-		o = cJSON_CreateObject();
-		cJSON_AddNumberToObject(o, "level", (double)level);
-		cJSON_AddStringToObject(o, "reason", reason);
-		if (ttl_ms > 0)
-			cJSON_AddNumberToObject(o, "ttl_s", (double)(ttl_ms / 1000));
-		fo.body = cJSON_PrintUnformatted(o);
-	}
-	snprintf(what, sizeof what, "%s %s", release ? "release" : "force", a.pos[0]);
-	fo.what = what;
-	fo.method = release ? "DELETE" : "PUT";
-	fo.answer = ANSWER_LEVEL;
+	fleet_fanout_level(&fo, a.pos[0], release ? -1 : (int)level, reason, ttl_ms / 1000);
 	rc = fanout_run(x, &a, &fo);
-	cJSON_free(fo.body);
-	cJSON_Delete(o);
+	fleet_fanout_free(&fo);
 	return rc;
 }
 
 static int
 fleet_weights(struct fleet_ctx *x, int argc, char **argv)
 {
-	struct fanout fo = {0};
+	struct fleet_fanout fo = {0};
 	struct args a;
 	cJSON *o, *w;
-	char what[256], name[256], *seg, *eq;
+	char name[256], *seg, *eq;
 	int64_t v;
 	int rc, i;
 
@@ -548,10 +609,9 @@ fleet_weights(struct fleet_ctx *x, int argc, char **argv)
 	seg = client_escape(a.pos[0]);
 	snprintf(fo.path, sizeof fo.path, "/v1/routes/%s/weights", seg);
 	free(seg);
-	snprintf(what, sizeof what, "weights %s", a.pos[0]);
-	fo.what = what;
+	snprintf(fo.what, sizeof fo.what, "weights %s", a.pos[0]);
 	fo.method = "PUT";
-	fo.answer = ANSWER_TARGETS;
+	fo.answer = FLEET_ANSWER_TARGETS;
 	rc = fanout_run(x, &a, &fo);
 	cJSON_free(fo.body);
 	cJSON_Delete(o);
@@ -561,11 +621,11 @@ fleet_weights(struct fleet_ctx *x, int argc, char **argv)
 static int
 fleet_breaker(struct fleet_ctx *x, int argc, char **argv)
 {
-	struct fanout fo = {0};
+	struct fleet_fanout fo = {0};
 	const char *state;
 	struct args a;
 	cJSON *o;
-	char what[256], *seg;
+	char *seg;
 	int rc;
 
 	if ((rc = cli_args_parse(argc, argv, fleet_breaker_takes, NULL, &a)) != 0)
@@ -589,10 +649,9 @@ fleet_breaker(struct fleet_ctx *x, int argc, char **argv)
 	seg = client_escape(a.pos[0]);
 	snprintf(fo.path, sizeof fo.path, "/v1/backends/%s/breaker", seg);
 	free(seg);
-	snprintf(what, sizeof what, "breaker %s %s", a.pos[0], a.pos[1]);
-	fo.what = what;
+	snprintf(fo.what, sizeof fo.what, "breaker %s %s", a.pos[0], a.pos[1]);
 	fo.method = "PUT";
-	fo.answer = ANSWER_BREAKER;
+	fo.answer = FLEET_ANSWER_BREAKER;
 	rc = fanout_run(x, &a, &fo);
 	cJSON_free(fo.body);
 	cJSON_Delete(o);

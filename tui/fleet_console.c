@@ -22,6 +22,7 @@
 
 #include "clock.h"
 #include "console.h"
+#include "fleet_cli.h"
 #include "fleet_fetch.h"
 #include "fmt.h"
 #include "util.h"
@@ -157,6 +158,7 @@ struct fhost {
 	struct client c;
 	char *init_error;    /* the client could not be set up: down with this */
 	struct fleet_poll p; /* poller thread only */
+	atomic_int kick;     /* UI: it just answered a fan-out; ask it now if in backoff */
 	/* Under fc.mu. */
 	int seen, up;
 	int64_t down_since; /* wall ms */
@@ -269,6 +271,9 @@ poller(void *arg)
 		}
 		pthread_mutex_lock(&fc.busy);
 		now = clock_mono_ms();
+		for (i = 0; i < n; i++)
+			if (atomic_exchange(&fc.h[i].kick, 0) && fc.h[i].p.fails > 0)
+				fc.h[i].p.next_at = now;
 		for (i = 0, m = 0; i < n; i++)
 			if (fc.h[i].init_error == NULL && fleet_poll_due(&fc.h[i].p, now))
 				idx[m++] = i;
@@ -304,12 +309,13 @@ poller(void *arg)
 
 /* --- the UI --- */
 
-enum { VIEW_ROUTES, VIEW_HOSTS };
+enum { VIEW_ROUTES, VIEW_HOSTS, VIEW_RESULT };
 
 static struct {
 	const char *path;
 	int view;
 	struct listsel rs, hs;
+	int *mark;		    /* hosts marked with Space: the fan-out scope "these hosts" */
 	char route[MODEL_NAME_MAX]; /* VIEW_HOSTS: its route */
 	int utf8;
 	int quit;
@@ -544,7 +550,8 @@ draw_hosts(int top, int rows, int cols, const struct fleet_sums *s, int64_t now_
 		const struct slo_route_v *sr = r ? slo_route(h->slo, ui.route) : NULL;
 
 		row_begin(&row, y, cols, i == ui.hs.sel, hc, nhc);
-		row_cell(&row, C_NORMAL, fc.f->hosts[i].name);
+		snprintf(line, sizeof line, "%s%s", ui.mark[i] ? "+" : "", fc.f->hosts[i].name);
+		row_cell(&row, ui.mark[i] ? C_ACCENT : C_NORMAL, line);
 		if (!h->up || r == NULL) {
 			if (!h->seen && h->init_error == NULL)
 				snprintf(line, sizeof line, "asking...");
@@ -577,6 +584,271 @@ draw_hosts(int top, int rows, int cols, const struct fleet_sums *s, int64_t now_
 	}
 }
 
+/* --- fan-out: L / A on a route (the CLI's path, fleet_cli.h) --- */
+
+static void pause_poller(int on);
+
+static const char *const level_choices[] = {"L0", "L1", "L2", "L3"};
+static const char *const scope_choices[] = {"all hosts", "a group", "these hosts"};
+
+static struct {
+	struct form form;
+	int release; /* A: release to auto; L: force level */
+	int level;   /* L: 0..3 */
+	char route[MODEL_NAME_MAX];
+	char reason[FIELD_TEXT_MAX];
+	int64_t ttl_s;			 /* 0: none */
+	char scope[FIELD_TEXT_MAX + 16]; /* "all hosts", "group eu", "hosts h1,h3" */
+	char aid[64];			 /* the one action id, kept across retries */
+	struct fleet_fanout fo;
+	int *sel;		  /* the hosts the action is for */
+	struct fleet_result *res; /* per host, the last try's outcome */
+	int *try_of;		  /* per host, the try that gave res[i] */
+	int nsel, failed, tries;
+	int back; /* the view Esc returns to */
+} act;
+
+/* The form's first scope field: L has level, reason, TTL before it. */
+static int
+act_scope_field(void)
+{
+	return act.release ? 0 : 3;
+}
+
+static int
+act_check(struct form *f, struct console *c)
+{
+	char who[FIELD_TEXT_MAX], ttl[64] = "", err[512], *p;
+	int base = act_scope_field(), scope, i, o;
+	int64_t ttl_ms = 0;
+
+	(void)c;
+	act.ttl_s = 0;
+	act.reason[0] = '\0';
+	if (!act.release) {
+		act.level = f->fields[0].choice;
+		field_get(&f->fields[1], act.reason, sizeof act.reason);
+		for (p = act.reason; *p == ' '; p++)
+			;
+		if (*p == '\0') {
+			snprintf(f->error, sizeof f->error, "a reason is required");
+			f->focus = 1;
+			return 1;
+		}
+		field_get(&f->fields[2], ttl, sizeof ttl);
+		if (ttl[0] != '\0' && (fmt_parse_duration(ttl, &ttl_ms) != 0 || ttl_ms < 1000)) {
+			snprintf(f->error, sizeof f->error,
+				 "TTL: seconds or a duration like 30m, or empty (got \"%s\")", ttl);
+			f->focus = 2;
+			return 1;
+		}
+		act.ttl_s = ttl_ms / 1000;
+	}
+	scope = f->fields[base].choice;
+	field_get(&f->fields[base + 1], who, sizeof who);
+	if (scope > 0 && who[0] == '\0') {
+		snprintf(f->error, sizeof f->error, "%s",
+			 scope == 1 ? "name the group"
+				    : "name the hosts (H1,H2), or mark them with Space on a "
+				      "route's hosts");
+		f->focus = base + 1;
+		return 1;
+	}
+	if (fleet_select(fc.f, scope == 1 ? who : NULL, scope == 2 ? who : NULL, act.sel, err,
+			 sizeof err) != 0) {
+		snprintf(f->error, sizeof f->error, "%s", err);
+		f->focus = base + 1;
+		return 1;
+	}
+	if (scope == 0)
+		snprintf(act.scope, sizeof act.scope, "all hosts");
+	else
+		snprintf(act.scope, sizeof act.scope, "%s %s", scope == 1 ? "group" : "hosts", who);
+	fleet_action_id_new(act.aid, sizeof act.aid);
+	for (i = 0, act.nsel = 0; i < fc.f->n; i++)
+		act.nsel += act.sel[i];
+	if (act.release)
+		o = snprintf(f->summary, sizeof f->summary,
+			     "Release route %s to auto on %d host%s (%s):\n", act.route, act.nsel,
+			     act.nsel == 1 ? "" : "s", act.scope);
+	else
+		o = snprintf(f->summary, sizeof f->summary,
+			     "Force route %s to L%d on %d host%s (%s):\n", act.route, act.level,
+			     act.nsel, act.nsel == 1 ? "" : "s", act.scope);
+	pthread_mutex_lock(&fc.mu);
+	for (i = 0, p = f->summary; i < fc.f->n && o < (int)sizeof f->summary; i++) {
+		if (!act.sel[i])
+			continue;
+		o += snprintf(p + o, sizeof f->summary - (size_t)o, "%s%s%s",
+			      o > 0 && p[o - 1] != '\n' ? ", " : "  ", fc.f->hosts[i].name,
+			      fc.h[i].seen && !fc.h[i].up ? " (down now)" : "");
+	}
+	pthread_mutex_unlock(&fc.mu);
+	if (o < (int)sizeof f->summary && !act.release)
+		o += snprintf(p + o, sizeof f->summary - (size_t)o, "\nReason: %s\nTTL: %s",
+			      act.reason, ttl[0] ? ttl : "none (until released)");
+	if (o < (int)sizeof f->summary)
+		snprintf(p + o, sizeof f->summary - (size_t)o, "\nAction id: %s", act.aid);
+	return 0;
+}
+
+static void
+act_field(struct field *fl, const char *label, const char *hint)
+{
+	memset(fl, 0, sizeof *fl);
+	snprintf(fl->label, sizeof fl->label, "%s", label);
+	snprintf(fl->hint, sizeof fl->hint, "%s", hint);
+	fl->kind = FIELD_TEXT;
+}
+
+/* L (release 0) or A (1) on route: the form. */
+static void
+act_open(const char *route, int release)
+{
+	struct form *f = &act.form;
+	struct field *fl;
+	char marked[FIELD_TEXT_MAX];
+	size_t o = 0;
+	int i, base;
+
+	fleet_fanout_free(&act.fo);
+	memset(f, 0, sizeof *f);
+	act.release = release;
+	snprintf(act.route, sizeof act.route, "%s", route);
+	snprintf(f->title, sizeof f->title, "%s %s on the fleet",
+		 release ? "Release to auto:" : "Force a level:", route);
+	if (!release) {
+		fl = &f->fields[0];
+		memset(fl, 0, sizeof *fl);
+		snprintf(fl->label, sizeof fl->label, "Level");
+		snprintf(fl->hint, sizeof fl->hint, "<- ->");
+		fl->kind = FIELD_CHOICE;
+		fl->choices = level_choices;
+		fl->nchoices = 4;
+		fl->choice = 2;
+		act_field(&f->fields[1], "Reason", "required");
+		act_field(&f->fields[2], "TTL", "e.g. 30m; empty: none");
+	}
+	base = act_scope_field();
+	fl = &f->fields[base];
+	memset(fl, 0, sizeof *fl);
+	snprintf(fl->label, sizeof fl->label, "Scope");
+	snprintf(fl->hint, sizeof fl->hint, "<- ->");
+	fl->kind = FIELD_CHOICE;
+	fl->choices = scope_choices;
+	fl->nchoices = 3;
+	act_field(&f->fields[base + 1], "Group / hosts", "G, or H1,H2");
+	marked[0] = '\0';
+	for (i = 0; i < fc.f->n && o < sizeof marked; i++)
+		if (ui.mark[i])
+			o += (size_t)snprintf(marked + o, sizeof marked - o, "%s%s", o ? "," : "",
+					      fc.f->hosts[i].name);
+	if (o > 0) {
+		f->fields[base].choice = 2;
+		field_set(&f->fields[base + 1], marked);
+	}
+	f->nfields = base + 2;
+	f->focus = release ? 0 : 1;
+	f->check = act_check;
+	form_open(f, NULL);
+	f->focus = release ? 0 : 1;
+}
+
+/* Send the action to the hosts with sel[i] (the poller paused meanwhile). */
+static void
+act_send(const int *sel)
+{
+	struct client **cp = xcalloc((size_t)fc.f->n, sizeof *cp);
+	const char **why = xcalloc((size_t)fc.f->n, sizeof *why);
+	int i, n = 0;
+
+	for (i = 0; i < fc.f->n; i++) {
+		cp[i] = fc.h[i].init_error == NULL ? &fc.h[i].c : NULL;
+		why[i] = fc.h[i].init_error;
+		n += sel[i];
+	}
+	ui_printf(LINES - 1, 0, COLS, C_MSG_OK, FMT_PAD, " sending to %d host%s ...", n,
+		  n == 1 ? "" : "s");
+	refresh();
+	pause_poller(1);
+	fleet_fanout_send(fc.f, cp, why, sel, &act.fo, act.aid, act.res);
+	act.failed = 0;
+	act.tries++;
+	for (i = 0; i < fc.f->n; i++) {
+		if (sel[i])
+			act.try_of[i] = act.tries;
+		act.failed += act.sel[i] && !act.res[i].applied;
+		/* A host in backoff that took the action is back: refresh it now. */
+		if (sel[i] && act.res[i].applied)
+			atomic_store(&fc.h[i].kick, 1);
+	}
+	pause_poller(0);
+	free(cp);
+	free(why);
+}
+
+/* y on the confirmation page: the first try. */
+static void
+act_start(void)
+{
+	fleet_fanout_level(&act.fo, act.route, act.release ? -1 : act.level, act.reason, act.ttl_s);
+	memset(act.res, 0, (size_t)fc.f->n * sizeof *act.res);
+	act.tries = 0;
+	act.back = ui.view;
+	ui.view = VIEW_RESULT;
+	act_send(act.sel);
+}
+
+/* r on the result: the failed hosts only, with the same action id. */
+static void
+act_retry(void)
+{
+	int *sel = xcalloc((size_t)fc.f->n, sizeof *sel), i;
+
+	for (i = 0; i < fc.f->n; i++)
+		sel[i] = act.sel[i] && !act.res[i].applied;
+	act_send(sel);
+	free(sel);
+}
+
+static const struct colspec result_cols[] = {
+	{"HOST", 14, FMT_PAD, 0, 0},
+	{"RESULT", 0, 0, 0, 10},
+};
+
+static void
+draw_result(int top, int rows, int cols)
+{
+	int y = top, i, bottom = top + rows, applied = act.nsel - act.failed;
+	char text[600];
+	struct row row;
+
+	ui_printf(y++, 0, cols, C_ACCENT, 0, " action %s", act.aid);
+	if (act.release)
+		ui_printf(y++, 0, cols, C_NORMAL, 0, " release %s to auto on %d hosts (%s), try %d",
+			  act.route, act.nsel, act.scope, act.tries);
+	else
+		ui_printf(y++, 0, cols, C_NORMAL, 0, " force %s to L%d on %d hosts (%s), try %d",
+			  act.route, act.level, act.nsel, act.scope, act.tries);
+	y++;
+	ui_header(y++, cols, result_cols, (int)ARRAY_SIZE(result_cols));
+	for (i = 0; i < fc.f->n && y < bottom - 2; i++) {
+		if (!act.sel[i])
+			continue;
+		row_begin(&row, y++, cols, 0, result_cols, (int)ARRAY_SIZE(result_cols));
+		row_cell(&row, C_NORMAL, fc.f->hosts[i].name);
+		if (act.tries > 1)
+			snprintf(text, sizeof text, "%s (try %d)", act.res[i].text, act.try_of[i]);
+		else
+			snprintf(text, sizeof text, "%s", act.res[i].text);
+		row_cell(&row, act.res[i].applied ? C_OK : C_BAD, text);
+	}
+	y++;
+	ui_printf(MIN(y, bottom - 1), 0, cols, act.failed ? C_BAD : C_OK, 0,
+		  " %d applied, %d failed%s", applied, act.failed,
+		  act.failed ? "  (r retries the failed hosts, same action id)" : "");
+}
+
 static const char *const fleet_help[] = {
 	"Overview: every route over the fleet",
 	"  HOSTS BY LEVEL  answering hosts per level; * forced on one at least;",
@@ -587,6 +859,11 @@ static const char *const fleet_help[] = {
 	"  partial         some hosts do not answer: named above, not summed",
 	"Enter             the route's hosts; on a host, its own screens",
 	"Esc               back (from a host's screens: to its route's hosts)",
+	"L                 force a level on the route: on all hosts, a group or",
+	"                  the hosts listed; confirm, then a result per host",
+	"A                 release the route to auto, the same way",
+	"Space             on a route's hosts: mark a host (scope: these hosts)",
+	"r                 on a result: retry the failed hosts (same action id)",
 	"j k  arrows       move;  PgUp PgDn g G  page, first, last",
 	"q                 quit",
 	NULL,
@@ -596,16 +873,18 @@ static void
 draw(const struct fleet_sums *s)
 {
 	int64_t now_wall = clock_wall_ms();
-	const char *hints = ui.view == VIEW_ROUTES
-				    ? " Enter the route's hosts  j k move"
-				    : " Enter the host's screens  Esc fleet  j k move";
+	const char *hints = ui.view == VIEW_ROUTES ? " Enter hosts  L force level  A auto  j k"
+			    : ui.view == VIEW_HOSTS
+				    ? " Enter screens  Space mark  L force  A auto  Esc fleet"
+			    : act.failed > 0 ? " r retry the failed hosts  Esc back"
+					     : " Esc back";
 	const char *tail = "  ? help  q quit";
-	int end;
+	static const char *const view_names[] = {"routes", "hosts", "action"};
+	int end, cy, cx;
 
 	erase();
 	ui_fill(0, 0, COLS, C_TITLE);
-	ui_printf(0, 0, COLS, C_TITLE, 0, " fusebox fleet  %s",
-		  ui.view == VIEW_ROUTES ? "routes" : "hosts");
+	ui_printf(0, 0, COLS, C_TITLE, 0, " fusebox fleet  %s", view_names[ui.view]);
 	if (COLS > 40)
 		ui_put(0, MAX(COLS - fmt_width(ui.path) - 1, 30), COLS - 31, C_TITLE, ui.path, 0);
 	ui_printf(1, 0, COLS, s->down > 0 ? C_STATUS_BAD : C_STATUS, FMT_PAD,
@@ -614,8 +893,10 @@ draw(const struct fleet_sums *s)
 	if (LINES > 3) {
 		if (ui.view == VIEW_ROUTES)
 			draw_routes(2, LINES - 3, COLS, s, now_wall);
-		else
+		else if (ui.view == VIEW_HOSTS)
 			draw_hosts(2, LINES - 3, COLS, s, now_wall);
+		else
+			draw_result(2, LINES - 3, COLS);
 	}
 	end = MAX(COLS - fmt_width(tail), 0);
 	if (ui.msg[0])
@@ -626,6 +907,13 @@ draw(const struct fleet_sums *s)
 	if (ui.help)
 		help_draw("Fleet", fleet_help);
 	curs_set(0);
+	if (act.form.active) {
+		form_draw(&act.form, &cy, &cx);
+		if (cy >= 0) {
+			move(cy, cx);
+			curs_set(1);
+		}
+	}
 	wnoutrefresh(stdscr);
 	doupdate();
 }
@@ -682,7 +970,19 @@ read_key(int *k)
 static void
 key(int k, const struct fleet_sums *s)
 {
+	enum form_res fr;
+
 	ui.msg[0] = '\0';
+	if (act.form.active) {
+		fr = form_key(&act.form, NULL, k);
+		if (fr == FORM_CANCEL) {
+			act.form.active = 0;
+		} else if (fr == FORM_CONFIRM) {
+			act.form.active = 0;
+			act_start();
+		}
+		return;
+	}
 	if (ui.help) {
 		/* The key that closes the help also acts, as in the console. */
 		ui.help = 0;
@@ -697,9 +997,22 @@ key(int k, const struct fleet_sums *s)
 		ui.quit = 1;
 		return;
 	}
+	if (ui.view == VIEW_RESULT) {
+		if (k == 'r' && act.failed > 0)
+			act_retry();
+		else if (k == 'r')
+			snprintf(ui.msg, sizeof ui.msg, " every host applied it: nothing to retry");
+		else if (k == K_ESC || k == FK(KEY_LEFT) || k == FK(KEY_BACKSPACE))
+			ui.view = act.back;
+		return;
+	}
 	if (ui.view == VIEW_ROUTES) {
 		if (listsel_key(&ui.rs, k, s->nr, ui.page))
 			return;
+		if ((k == 'L' || k == 'A') && ui.rs.sel >= 0 && ui.rs.sel < s->nr) {
+			act_open(s->r[ui.rs.sel].name, k == 'A');
+			return;
+		}
 		if (k == K_ENTER && ui.rs.sel >= 0 && ui.rs.sel < s->nr) {
 			snprintf(ui.route, sizeof ui.route, "%s", s->r[ui.rs.sel].name);
 			ui.view = VIEW_HOSTS;
@@ -709,7 +1022,11 @@ key(int k, const struct fleet_sums *s)
 	}
 	if (listsel_key(&ui.hs, k, fc.f->n, ui.page))
 		return;
-	if (k == K_ESC || k == FK(KEY_LEFT) || k == FK(KEY_BACKSPACE))
+	if (k == 'L' || k == 'A')
+		act_open(ui.route, k == 'A');
+	else if (k == ' ' && ui.hs.sel >= 0 && ui.hs.sel < fc.f->n)
+		ui.mark[ui.hs.sel] = !ui.mark[ui.hs.sel];
+	else if (k == K_ESC || k == FK(KEY_LEFT) || k == FK(KEY_BACKSPACE))
 		ui.view = VIEW_ROUTES;
 	else if (k == K_ENTER && ui.hs.sel >= 0 && ui.hs.sel < fc.f->n)
 		open_host(ui.hs.sel);
@@ -787,6 +1104,7 @@ fleet_console_run(const struct fleet *f, const char *token, int role, const char
 
 	memset(&fc, 0, sizeof fc);
 	memset(&ui, 0, sizeof ui);
+	memset(&act, 0, sizeof act);
 	fc.f = f;
 	ui.path = path;
 	if (console_term_open(&scr) != 0)
@@ -794,6 +1112,10 @@ fleet_console_run(const struct fleet *f, const char *token, int role, const char
 	ui.utf8 = fmt_locale_utf8();
 	fc.h = xcalloc((size_t)MAX(f->n, 1), sizeof *fc.h);
 	sn = xcalloc((size_t)MAX(f->n, 1), sizeof *sn);
+	ui.mark = xcalloc((size_t)MAX(f->n, 1), sizeof *ui.mark);
+	act.sel = xcalloc((size_t)MAX(f->n, 1), sizeof *act.sel);
+	act.res = xcalloc((size_t)MAX(f->n, 1), sizeof *act.res);
+	act.try_of = xcalloc((size_t)MAX(f->n, 1), sizeof *act.try_of);
 	pthread_mutex_init(&fc.mu, NULL);
 	pthread_mutex_init(&fc.busy, NULL);
 	hosts_init(token, role);
@@ -845,6 +1167,11 @@ out:
 	}
 	free(fc.h);
 	free(sn);
+	free(ui.mark);
+	free(act.sel);
+	free(act.res);
+	free(act.try_of);
+	fleet_fanout_free(&act.fo);
 	pthread_mutex_destroy(&fc.mu);
 	pthread_mutex_destroy(&fc.busy);
 	return started ? 0 : 1;

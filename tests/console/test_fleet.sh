@@ -357,4 +357,95 @@ frun status
 [ "$RC" -eq 0 ] && grep -q '^fleet: 3 hosts, 3 answering, 0 down$' <<<"$OUT" && ! grep -q '^DOWN' <<<"$OUT"
 check status_all_up $? "rc $RC: $OUT"
 
+
+# --- fan-out from the fleet console: L on intent with h3 down, 2 applied / 1 failed;
+# r once h3 is back applies it there with the same action id; A on a group ---
+# route_forced N ROUTE: the forced level from the daemon's GET /v1/state, or auto
+route_forced() {
+	hapi "$1" GET /v1/state | python3 -c "import json,sys
+f=[r for r in json.load(sys.stdin)['routes'] if r['name'] == '$2'][0]['forced_level']
+print('auto' if f is None else f['level'])"
+}
+stop_host 3
+name=fleetact
+console_start "$name" 80x24 -- --fleet "$T/fleet" --token-file "$T/op.token"
+wait_screen "$name" 'fleet: 3 hosts, 2 answering, 1 down' 8
+check console_fanout_h3_down $? "$(screen "$name")"
+wait_screen "$name" '^ ?intent ' 4
+nth=$(screen "$name" | awk '/^ ?ROUTE /{h=NR; next} h && /^ ?[a-z]/{n++; if ($1=="intent") {print n-1; exit}}')
+for _ in $(seq 1 "${nth:-0}"); do keys "$name" j; done
+keys "$name" L
+wait_screen "$name" 'Force a level: intent on the fleet' 4 &&
+	screen "$name" | grep -Eq 'Level +< L2 >' && screen "$name" | grep -Eq 'Scope +< all hosts >'
+check console_fanout_form $? "$(screen "$name")"
+# Enter on an empty reason: refused, the form stays
+keys "$name" Enter Enter Enter Enter
+wait_screen "$name" 'a reason is required' 4
+check console_fanout_reason_required $? "$(screen "$name")"
+type_text "$name" "vendor outage"
+keys "$name" Enter Enter Enter Enter
+wait_screen "$name" 'Force route intent to L2 on 3 hosts \(all hosts\):' 4 &&
+	screen "$name" | grep -q 'h1, h2, h3 (down now)' &&
+	screen "$name" | grep -q 'Reason: vendor outage' &&
+	screen "$name" | grep -q 'Apply?  y = yes'
+check console_fanout_confirm $? "$(screen "$name")"
+caid=$(screen "$name" | grep -o 'Action id: [0-9a-f-]*' | sed 's/Action id: //')
+[[ "$caid" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]]
+check console_fanout_action_id $? "action id '$caid': $(screen "$name")"
+screen "$name" >"$T/capture-fanout-confirm-80x24"
+keys "$name" y
+wait_screen "$name" ' 2 applied, 1 failed' 8 &&
+	screen "$name" | grep -Eq '^ ?h1 +applied: L2 \(forced\)' &&
+	screen "$name" | grep -Eq '^ ?h2 +applied: L2 \(forced\)' &&
+	screen "$name" | grep -Eq '^ ?h3 +failed: cannot reach ' &&
+	screen "$name" | grep -q "action $caid" && screen "$name" | grep -q 'r retry the failed hosts'
+check console_fanout_partial $? "$(screen "$name")"
+[ "$(screen "$name" | wc -L)" -le 80 ]
+check console_fanout_fits $? "$(screen "$name")"
+screen "$name" >"$T/capture-fanout-result-80x24"
+start_host 3
+keys "$name" r
+wait_screen "$name" ' 3 applied, 0 failed' 8 &&
+	screen "$name" | grep -Eq '^ ?h3 +applied: L2 \(forced\) \(try 2\)' &&
+	screen "$name" | grep -Eq '^ ?h1 +applied: L2 \(forced\) \(try 1\)' &&
+	screen "$name" | grep -q '(all hosts), try 2'
+check console_fanout_retry $? "$(screen "$name")"
+screen "$name" >"$T/capture-fanout-retry-80x24"
+for n in 1 2 3; do
+	[ "$(route_field "$n" intent level)" = 2 ] && [ "$(route_forced "$n" intent)" = 2 ]
+	check "console_fanout_state_h$n" $? "h$n intent: $(hapi "$n" GET /v1/state)"
+	hapi "$n" GET '/v1/audit?after=0' | python3 -c "
+import json,sys
+a=[x for x in json.load(sys.stdin)['audit'] if x['action_id']=='$caid']
+assert [(x['action'], x['target']) for x in a] == [('level.force', 'route:intent')], a"
+	check "console_fanout_audit_h$n" $? "h$n: $(hapi "$n" GET '/v1/audit?after=0')"
+done
+# A with the scope "a group": eu (h1, h2) released, h3 stays forced
+keys "$name" Escape
+wait_screen "$name" 'routes: sums over all 3 hosts' 8
+check console_fanout_back $? "$(screen "$name")"
+keys "$name" A
+wait_screen "$name" 'Release to auto: intent on the fleet' 4
+check console_release_form $? "$(screen "$name")"
+keys "$name" Right Enter
+type_text "$name" "eu"
+keys "$name" Enter
+wait_screen "$name" 'Release route intent to auto on 2 hosts \(group eu\):' 4 &&
+	screen "$name" | grep -q '  h1, h2$\|  h1, h2 '
+check console_release_confirm $? "$(screen "$name")"
+keys "$name" y
+wait_screen "$name" ' 2 applied, 0 failed' 8 &&
+	screen "$name" | grep -Eq '^ ?h1 +applied: L[0-3] \(auto\)' && ! screen "$name" | grep -Eq '^ ?h3 +'
+check console_release_applied $? "$(screen "$name")"
+[ "$(route_forced 1 intent)" = auto ] && [ "$(route_forced 2 intent)" = auto ] &&
+	[ "$(route_forced 3 intent)" = 2 ]
+check console_release_state $? "forced h1 $(route_forced 1 intent) h2 $(route_forced 2 intent) h3 $(route_forced 3 intent)"
+keys "$name" q
+wait_screen "$name" 'EXITED-0' 4
+check console_fanout_quit $? "$(screen "$name")"
+tm kill-session -t "$name" 2>/dev/null
+if [ -n "${FB_FLEET_CAPTURES:-}" ]; then
+	cp "$T"/capture-fanout-* "$FB_FLEET_CAPTURES"/ 2>/dev/null || true
+fi
+
 finish
