@@ -666,6 +666,9 @@ call_remap_all(struct engine *e, struct route_rt *routes, const int *rmap,
 
 	for (c = e->calls; c; c = c->next)
 		call_remap(c, routes, rmap, backends, bmap);
+	/* answered calls waiting to be reaped still give their route back (call_free) */
+	for (c = e->closing; c; c = c->close_next)
+		call_remap(c, routes, rmap, backends, bmap);
 }
 
 /* Try to run one model step (primary or backup). 0: an attempt (or a queue wait) is under way. */
