@@ -45,17 +45,7 @@ behaviour='{"delay_min_ms": 90, "delay_max_ms": 110, "knee": 12, "knee_exp": '$k
 bench_header
 note "upstream: $behaviour; $callers callers for ${secs} s per route, at most $max_calls calls; max_concurrent 60, queue_ms $queue_ms, budget $budget ms, adaptive tolerance $tolerance"
 
-bench_spawn MOCK MOCK_PORT "$tmp/mock.log" "$mockllm" --listen 127.0.0.1:0 --quiet
-mock=http://127.0.0.1:$MOCK_PORT
-for b in fixed adaptive; do
-	curl -sf -X PUT -d "$behaviour" "$mock/_mock/backends/$b" >/dev/null
-done
-
-# mock_stat BACKEND KEY: a number of the backend's entry in /_mock/stats.
-mock_stat() {
-	curl -sf "$mock/_mock/stats" | sed -n 's/.*"'"$1"'":{\([^{}]*\).*/\1/p' | tr ',' '\n' |
-		sed -n 's/^"'"$2"'":\([0-9.]*\)$/\1/p'
-}
+bench_mock "$behaviour" fixed adaptive
 
 # backend NAME EXTRA: one backend on the mock's /b/NAME.
 backend() {
@@ -108,26 +98,26 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || a == "nan" 
 drain() { # backend: wait (10 s) until the mock has nothing of it in flight
 	local i
 	for ((i = 0; i < 100; i++)); do
-		[ "$(mock_stat "$1" inflight)" = 0 ] && return 0
+		[ "$(bench_mock_stat "$1" inflight)" = 0 ] && return 0
 		sleep 0.1
 	done
-	note "$1: still $(mock_stat "$1" inflight) in flight at the mock"
+	note "$1: still $(bench_mock_stat "$1" inflight) in flight at the mock"
 }
 
 run() { # name route holdcalls-args...: figures into $tmp/<name>.out, llm latencies in $tmp/<name>.llm
 	local name=$1 r=$2 out req0 req1
 	shift 2
-	req0=$(mock_stat "$r" requests)
+	req0=$(bench_mock_stat "$r" requests)
 	"$holdcalls" --port "$FBD_PORT" --path "/v1/routes/$r/call" --body "$CALL_BODY" \
 		--timeout-ms $((budget + 2000)) --expect-source llm --csv "$tmp/$name.csv" "$@" \
 		>"$tmp/$name.out" 2>&1 || true
 	drain "$r"
-	req1=$(mock_stat "$r" requests)
+	req1=$(bench_mock_stat "$r" requests)
 	awk -F, 'NR > 1 && $5 == 200 && $6 == "llm" && $3 >= 0 { print $3 }' "$tmp/$name.csv" >"$tmp/$name.llm"
 	out=$(cat "$tmp/$name.out")
 	echo "upstream=$((req1 - req0))" >>"$tmp/$name.out"
 	echo "goodput=$(ratio "$(kv0 ok "$out")" "$(kv wall_s "$out")")" >>"$tmp/$name.out"
-	note "$name: $(grep -E '^(calls|started|ok|failed|wrong_source|status_other|wall_s)=' <<<"$out" | tr '\n' ' ')upstream requests $((req1 - req0)), mock max in flight $(mock_stat "$r" max_inflight), answers by source: $(awk -F, 'NR > 1 && $5 > 0 { n[$6]++ } END { for (s in n) printf "%s %d ", s, n[s] }' "$tmp/$name.csv")(calls not started or cut at the end count as failed)"
+	note "$name: $(grep -E '^(calls|started|ok|failed|wrong_source|status_other|wall_s)=' <<<"$out" | tr '\n' ' ')upstream requests $((req1 - req0)), mock max in flight $(bench_mock_stat "$r" max_inflight), answers by source: $(awk -F, 'NR > 1 && $5 > 0 { n[$6]++ } END { for (s in n) printf "%s %d ", s, n[s] }' "$tmp/$name.csv")(calls not started or cut at the end count as failed)"
 }
 
 run uncongested fixed -n "$base_calls" --conc 8 --max-s 120

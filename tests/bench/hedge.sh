@@ -33,17 +33,7 @@ hedge='"hedge": {"after": "p95", "min_ms": 50, "max_ms": 1000, "max_hedges": 1, 
 bench_header
 note "upstream: $behaviour; $calls calls at $conc in flight per route after $warmup warm-up calls; budget 6000 ms"
 
-bench_spawn MOCK MOCK_PORT "$tmp/mock.log" "$mockllm" --listen 127.0.0.1:0 --quiet
-mock=http://127.0.0.1:$MOCK_PORT
-for b in plain hedged; do
-	curl -sf -X PUT -d "$behaviour" "$mock/_mock/backends/$b" >/dev/null
-done
-
-# mock_stat BACKEND KEY: a number of the backend's entry in /_mock/stats.
-mock_stat() {
-	curl -sf "$mock/_mock/stats" | sed -n 's/.*"'"$1"'":{\([^{}]*\).*/\1/p' | tr ',' '\n' |
-		sed -n 's/^"'"$2"'":\([0-9.]*\)$/\1/p'
-}
+bench_mock "$behaviour" plain hedged
 
 # backend NAME: one backend on the mock's /b/NAME.
 backend() {
@@ -93,16 +83,16 @@ run() { # route: warm-up, then the measured calls; figures into $tmp/<route>.out
 	local r=$1 req0 req1 ab0 ab1 out
 	"$holdcalls" --port "$FBD_PORT" --path "/v1/routes/$r/call" -n "$warmup" --conc "$conc" \
 		--body "$CALL_BODY" --timeout-ms 10000 --max-s 120 >/dev/null 2>&1 || true
-	req0=$(mock_stat "$r" requests)
-	ab0=$(mock_stat "$r" aborted)
+	req0=$(bench_mock_stat "$r" requests)
+	ab0=$(bench_mock_stat "$r" aborted)
 	"$holdcalls" --port "$FBD_PORT" --path "/v1/routes/$r/call" -n "$calls" --conc "$conc" \
 		--body "$CALL_BODY" --timeout-ms 10000 --max-s 600 --expect-source llm \
 		--csv "$tmp/$r.csv" >"$tmp/$r.out" 2>&1 || true
 	# The losing attempts of the last calls are closed by now, give the
 	# mock a moment to count them.
 	sleep 0.5
-	req1=$(mock_stat "$r" requests)
-	ab1=$(mock_stat "$r" aborted)
+	req1=$(bench_mock_stat "$r" requests)
+	ab1=$(bench_mock_stat "$r" aborted)
 	out=$(cat "$tmp/$r.out")
 	echo "upstream=$((req1 - req0))" >>"$tmp/$r.out"
 	echo "cancelled=$((ab1 - ab0))" >>"$tmp/$r.out"

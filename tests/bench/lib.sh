@@ -361,3 +361,21 @@ bench_route() {
      "on_exhausted": "error"}
 EOF
 }
+
+# bench_mock BEHAVIOUR BACKEND...: start fusebox-mockllm (pid in MOCK, port
+# MOCK_PORT, base URL in mock) and give each BACKEND the behaviour.
+bench_mock() {
+	local behaviour=$1 b
+	shift
+	bench_spawn MOCK MOCK_PORT "$tmp/mock.log" "$mockllm" --listen 127.0.0.1:0 --quiet
+	mock=http://127.0.0.1:$MOCK_PORT
+	for b in "$@"; do
+		curl -sf -X PUT -d "$behaviour" "$mock/_mock/backends/$b" >/dev/null
+	done
+}
+
+# bench_mock_stat BACKEND KEY: a number of the backend's entry in the mock's /_mock/stats.
+bench_mock_stat() {
+	curl -sf "$mock/_mock/stats" | sed -n 's/.*"'"$1"'":{\([^{}]*\).*/\1/p' | tr ',' '\n' |
+		sed -n 's/^"'"$2"'":\([0-9.]*\)$/\1/p'
+}
