@@ -2,14 +2,19 @@
  * api_diagnose: GET /v1/diagnose?route=R&since=15m (viewer).
  *
  * The window is [now - since, now], its rows read by time on the tables'
- * time indexes (STORE_Q_DIAG_*); the one before it, as long again, only as
+ * time indexes (STORE_Q_DIAG_*; calls and attempts on covering ones, so
+ * that no row of the wide tables is visited): its degraded calls as rows,
+ * its other calls only as what the diagnosis counts of them, by route and
+ * minute (STORE_Q_DIAG_HEALTHY: three in four calls of a large window,
+ * each one packed integer instead of nine columns). The one before it, as
+ * long again, only as
  * the episode and the causes' history need it: its SLO minutes and its
  * degradations by reason (its calls as rows were a third of the cost of a
  * large window). All after a flush marker, so that every row queued
- * before the request counts. The reads go through a reader opened for
- * the request, bounded by
- * DIAG_READ_MS of wall time and DIAG_ROWS_MAX rows a table (the answer's
- * window says "truncated": true when a table had more): the engine's
+ * before the request counts. The reads go through the diagnoses' own
+ * reader (kept open, see worker below), bounded by
+ * DIAG_READ_MS of wall time and DIAG_ROWS_MAX rows a query (the answer's
+ * window says "truncated": true when one had more): the engine's
  * reader keeps its own short deadline for the call path. Strings are
  * interned, so a 100k-row window costs a few distinct strings, not one
  * allocation a row. Successful attempts beyond the first
@@ -40,6 +45,9 @@
 #define DIAG_OK_SAMPLE_EVERY 8
 #define DIAG_META_ROWS_MAX   10000
 #define DIAG_READ_MS	     2000
+#define DIAG_MMAP_BYTES	     (256LL << 20)
+#define DIAG_CACHE_KIB	     16384
+#define DIAG_KEEP_BYTES	     (32u << 20)
 #define DIAG_SINCE_DEFAULT   "15m"
 #define DIAG_SINCE_MAX_MS    (31LL * 24 * 3600 * 1000)
 #define INTERN_INITIAL_SLOTS 256
@@ -119,6 +127,8 @@ struct diag_read {
 	int nminutes, cap_minutes;
 	struct diag_reason_count *reasons;
 	int nreasons, cap_reasons;
+	struct diag_healthy *healthy;
+	int nhealthy, cap_healthy, nhealthy_rows;
 	struct diag_attempt *atts;
 	int natts, cap_atts, nok;
 	struct diag_vfail *vfails;
@@ -140,10 +150,13 @@ grow(void *v, int n, int *cap, size_t sz)
 	return xrealloc(v, (size_t)*cap * sz);
 }
 
+/* One call into the statement a column (the value's own accessors are cheap). */
 static int64_t
 col_i64(sqlite3_stmt *row, int i)
 {
-	return sqlite3_column_type(row, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(row, i);
+	sqlite3_value *v = sqlite3_column_value(row, i);
+
+	return sqlite3_value_type(v) == SQLITE_NULL ? -1 : sqlite3_value_int64(v);
 }
 
 static int
@@ -192,6 +205,37 @@ call_row(void *arg, sqlite3_stmt *row)
 	c->http_status = (int)col_i64(row, 6);
 	c->elapsed_ms = col_i64(row, 7);
 	c->budget_ms = col_i64(row, 8);
+	return 0;
+}
+
+/*
+ * A healthy call, counted into its route's minute: rows come by time, so
+ * a route's minute is its newest entry (found by route, few of them).
+ */
+static int
+healthy_row(void *arg, sqlite3_stmt *row)
+{
+	struct diag_read *d = arg;
+	const char *route = pool_intern(&d->pool, 0, sqlite3_column_text(row, 0));
+	int64_t v = sqlite3_column_int64(row, 1), minute = v / 8 * 60000;
+	struct diag_healthy *h = NULL;
+	int i;
+
+	d->nhealthy_rows++;
+	for (i = d->nhealthy - 1; i >= 0; i--)
+		if (d->healthy[i].route == route) {
+			h = &d->healthy[i];
+			break;
+		}
+	if (h == NULL || h->minute != minute) {
+		d->healthy = grow(d->healthy, d->nhealthy, &d->cap_healthy, sizeof *d->healthy);
+		h = &d->healthy[d->nhealthy++];
+		*h = (struct diag_healthy){route, minute, 0, 0, 0, 0};
+	}
+	h->calls++;
+	h->client_errors += (v & 1) != 0;
+	h->service_good += (v & 2) != 0;
+	h->smart_good += (v & 4) != 0;
 	return 0;
 }
 
@@ -275,6 +319,28 @@ audit_row(void *arg, sqlite3_stmt *row)
 	return 0;
 }
 
+/* The arrays' bytes (what keeping them for the next diagnosis holds). */
+static size_t
+diag_read_bytes(const struct diag_read *d)
+{
+	return (size_t)d->cap_calls * sizeof *d->calls +
+	       (size_t)d->cap_minutes * sizeof *d->minutes +
+	       (size_t)d->cap_reasons * sizeof *d->reasons +
+	       (size_t)d->cap_healthy * sizeof *d->healthy + (size_t)d->cap_atts * sizeof *d->atts +
+	       (size_t)d->cap_vfails * sizeof *d->vfails +
+	       (size_t)d->cap_events * sizeof *d->events + (size_t)d->cap_audit * sizeof *d->audit;
+}
+
+/* Empty d for the next diagnosis, its arrays kept (their pages are already mapped). */
+static void
+diag_read_reset(struct diag_read *d)
+{
+	pool_free(&d->pool);
+	memset(&d->pool, 0, sizeof d->pool);
+	d->ncalls = d->nminutes = d->nreasons = d->nhealthy = d->nhealthy_rows = 0;
+	d->natts = d->nok = d->nvfails = d->nevents = d->naudit = d->truncated = 0;
+}
+
 static void
 diag_read_free(struct diag_read *d)
 {
@@ -282,6 +348,7 @@ diag_read_free(struct diag_read *d)
 	free(d->calls);
 	free(d->minutes);
 	free(d->reasons);
+	free(d->healthy);
 	free(d->atts);
 	free(d->vfails);
 	free(d->events);
@@ -381,7 +448,46 @@ static struct {
 	pthread_mutex_t lock;
 	int busy, stopping, started;
 	pthread_t th;
+	/*
+	 * The diagnoses' reader, kept open between them (its mapped pages
+	 * and cache were a tenth of a large window's time when opened each
+	 * time): only the worker of the diagnosis running uses it (busy
+	 * serializes them), reopened when the database path changed,
+	 * closed by api_diagnose_stop() after the join.
+	 */
+	struct store_reader *rd;
+	char *rd_path;
+	/*
+	 * The last diagnosis' arrays, emptied, for the next one (up to
+	 * DIAG_KEEP_BYTES): growing them afresh each time was a tenth of
+	 * a large window's time in page faults. Same owner as rd.
+	 */
+	struct diag_read spare;
 } worker = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* Worker thread: the kept reader of path, opened (and tuned) when needed. */
+static int
+diag_reader_get(const char *path, struct store_reader **out, char **cause)
+{
+	if (worker.rd != NULL && strcmp(worker.rd_path, path) != 0) {
+		store_reader_close(worker.rd);
+		free(worker.rd_path);
+		worker.rd = NULL;
+		worker.rd_path = NULL;
+	}
+	if (worker.rd == NULL) {
+		if (store_reader_open(path, &worker.rd, cause) != 0)
+			return -1;
+		/* a smaller map or cache only costs time: not fatal */
+		if (store_reader_tune(worker.rd, DIAG_MMAP_BYTES, DIAG_CACHE_KIB, cause) != 0) {
+			free(*cause);
+			*cause = NULL;
+		}
+		worker.rd_path = xstrdup(path);
+	}
+	*out = worker.rd;
+	return 0;
+}
 
 static void
 diag_compute(struct diag_job *j)
@@ -395,14 +501,18 @@ diag_compute(struct diag_job *j)
 	cJSON *o;
 	int rc = 0;
 
-	memset(&d, 0, sizeof d);
-	if (store_reader_open(j->database, &rd, cause) != 0) {
+	d = worker.spare;
+	memset(&worker.spare, 0, sizeof worker.spare);
+	if (diag_reader_get(j->database, &rd, cause) != 0) {
 		j->rc = -1;
 		goto out;
 	}
 	store_reader_deadline_set(rd, DIAG_READ_MS);
 	rc = read_window(rd, STORE_Q_DIAG_CALLS, from, now, route, 1, DIAG_ROWS_MAX, call_row, &d,
 			 &d.ncalls, cause);
+	if (rc == 0)
+		rc = read_window(rd, STORE_Q_DIAG_HEALTHY, from, now, route, 1, DIAG_ROWS_MAX,
+				 healthy_row, &d, &d.nhealthy_rows, cause);
 	if (rc == 0)
 		rc = read_window(rd, STORE_Q_DIAG_PREV_MINUTES, from - span, from, route, 1,
 				 DIAG_ROWS_MAX, prev_minute_row, &d, &d.nminutes, cause);
@@ -434,6 +544,8 @@ diag_compute(struct diag_job *j)
 	in.nprev_minutes = d.nminutes;
 	in.prev_reasons = d.reasons;
 	in.nprev_reasons = d.nreasons;
+	in.healthy = d.healthy;
+	in.nhealthy = d.nhealthy;
 	in.events = d.events;
 	in.nevents = d.nevents;
 	in.audit = d.audit;
@@ -447,8 +559,12 @@ diag_compute(struct diag_job *j)
 	cJSON_Delete(o);
 	j->status = j->body != NULL ? 200 : 500;
 out:
-	diag_read_free(&d);
-	store_reader_close(rd);
+	if (diag_read_bytes(&d) <= DIAG_KEEP_BYTES) {
+		diag_read_reset(&d);
+		worker.spare = d;
+	} else {
+		diag_read_free(&d);
+	}
 }
 
 static void
@@ -600,6 +716,12 @@ api_diagnose_stop(struct engine *e)
 	pthread_mutex_unlock(&worker.lock);
 	if (join)
 		pthread_join(th, NULL);
+	diag_read_free(&worker.spare);
+	memset(&worker.spare, 0, sizeof worker.spare);
+	store_reader_close(worker.rd);
+	free(worker.rd_path);
+	worker.rd = NULL;
+	worker.rd_path = NULL;
 }
 
 const struct endpoint api_diagnose_endpoints[] = {

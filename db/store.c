@@ -339,16 +339,29 @@ const struct store_query_def store_query_defs[STORE_Q__COUNT] = {
 				 .by_key = 1},
 	[STORE_Q_DIAG_CALLS] = {"diag_calls",
 				"SELECT id, route, started_at, degraded, reason, source, "
-				"http_status, elapsed_ms, budget_ms FROM calls WHERE started_at "
-				">= ?1 AND started_at < ?2 AND (?3 IS NULL OR route = ?3) ORDER "
-				"BY started_at LIMIT ?4",
+				"http_status, elapsed_ms, budget_ms FROM calls INDEXED BY "
+				"calls_diag WHERE started_at >= ?1 AND started_at < ?2 AND (?3 "
+				"IS NULL OR route = ?3) AND degraded <> 0 ORDER BY started_at, id "
+				"LIMIT ?4",
 				.by_key = 1},
+	[STORE_Q_DIAG_HEALTHY] =
+		{"diag_healthy",
+		 "SELECT route, started_at / 60000 * 8 + CASE WHEN http_status BETWEEN 400 AND "
+		 "499 THEN 1 ELSE 0 END + CASE WHEN (http_status = 200 OR http_status = 202) AND "
+		 "(budget_ms IS NULL OR elapsed_ms IS NULL OR elapsed_ms <= budget_ms OR "
+		 "budget_ms < 0 OR elapsed_ms < 0) THEN 2 ELSE 0 END + CASE WHEN http_status = "
+		 "200 AND (source = 'llm' OR source = 'backup') THEN 4 ELSE 0 END FROM calls "
+		 "INDEXED BY calls_diag WHERE started_at >= ?1 AND "
+		 "started_at < ?2 AND (?3 IS NULL OR route = ?3) AND degraded = 0 ORDER BY "
+		 "started_at, id LIMIT ?4",
+		 .by_key = 1},
 	[STORE_Q_DIAG_ATTEMPTS] = {"diag_attempts",
 				   "SELECT id, call_id, route, backend, attempt_no, started_at, "
 				   "connect_ms, first_byte_ms, total_ms, http_status, outcome, "
-				   "retry_after_ms, input_tokens FROM attempts WHERE started_at "
-				   ">= ?1 AND started_at < ?2 AND (?3 IS NULL OR route = ?3) "
-				   "ORDER BY started_at LIMIT ?4",
+				   "retry_after_ms, input_tokens FROM attempts INDEXED BY "
+				   "attempts_diag WHERE started_at >= ?1 AND started_at < ?2 "
+				   "AND (?3 IS NULL OR route = ?3) ORDER BY started_at, id "
+				   "LIMIT ?4",
 				   .by_key = 1},
 	[STORE_Q_DIAG_VFAILS] = {"diag_vfails",
 				 "SELECT attempt_id, call_id, route, stage, rule, detail, at "
@@ -377,6 +390,13 @@ const struct store_query_def store_query_defs[STORE_Q__COUNT] = {
 				   "SELECT trace_id FROM calls WHERE request_id = ?1 "
 				   "ORDER BY id DESC LIMIT 1",
 				   .by_key = 1},
+	[STORE_Q_REQUEST_ATTEMPTS] = {"request_attempts",
+				      "SELECT attempt_no, backend, outcome, http_status, "
+				      "connect_ms, first_byte_ms, total_ms, span_id, "
+				      "upstream_headers FROM attempts WHERE call_id = (SELECT id "
+				      "FROM calls WHERE request_id = ?1 ORDER BY id DESC LIMIT 1) "
+				      "ORDER BY attempt_no, id LIMIT ?2",
+				      .by_key = 1},
 };
 
 void *

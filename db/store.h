@@ -323,18 +323,26 @@ enum store_query {
 	 */
 	STORE_Q_AUDIT_AFTER,
 	/*
-	 * GET /v1/diagnose, by time on the tables' time indexes, each with
+	 * GET /v1/diagnose, by time on the tables' time indexes (calls and
+	 * attempts on their covering calls_diag and attempts_diag), each with
 	 * ?1 from, ?2 to (from <= t < to) and a row limit (the last ?N):
-	 * calls started in the window, ?3 route or NULL, ?4 limit -> id,
-	 * route, started_at, degraded, reason, source, http_status,
-	 * elapsed_ms, budget_ms, by started_at.
+	 * degraded calls started in the window, ?3 route or NULL, ?4 limit
+	 * -> id, route, started_at, degraded, reason, source, http_status,
+	 * elapsed_ms, budget_ms, by started_at, id.
 	 */
 	STORE_Q_DIAG_CALLS,
+	/*
+	 * The window's calls that were not degraded, only as the diagnosis
+	 * counts them: ?3 route or NULL, ?4 limit -> route, started_at /
+	 * 60000 * 8 + flags (1: answered 4xx, 2: 200 or 202 within budget,
+	 * 4: 200 answered by the llm or the backup), by started_at, id.
+	 */
+	STORE_Q_DIAG_HEALTHY,
 	/*
 	 * Attempts started in the window, ?3 route or NULL, ?4 limit -> id,
 	 * call_id, route, backend, attempt_no, started_at, connect_ms,
 	 * first_byte_ms, total_ms, http_status, outcome, retry_after_ms,
-	 * input_tokens, by started_at.
+	 * input_tokens, by started_at, id.
 	 */
 	STORE_Q_DIAG_ATTEMPTS,
 	/*
@@ -361,6 +369,13 @@ enum store_query {
 	STORE_Q_DIAG_PREV_REASONS,
 	/* The latest call of a request id: ?1 request_id -> trace_id (hex). */
 	STORE_Q_CALL_TRACE_ID,
+	/*
+	 * The attempts of the latest call of a request id: ?1 request_id,
+	 * ?2 limit -> attempt_no, backend, outcome, http_status, connect_ms,
+	 * first_byte_ms, total_ms, span_id, upstream_headers (JSON text), by
+	 * attempt_no, id (GET /v1/requests/{request_id}).
+	 */
+	STORE_Q_REQUEST_ATTEMPTS,
 	STORE_Q__COUNT
 };
 
@@ -525,6 +540,13 @@ void store_reader_close(struct store_reader *r);
  * it: the query fails with STORE_E_SLOW). 0: no bound.
  */
 void store_reader_deadline_set(struct store_reader *r, int limit_ms);
+/*
+ * Size r for large scans it is kept open for: map up to mmap_bytes of the
+ * database file (pages then come from the OS cache without a copy, and a
+ * reader kept open keeps them mapped) and keep up to cache_kib of pages.
+ * 0 or STORE_E_SQL with *cause.
+ */
+int store_reader_tune(struct store_reader *r, int64_t mmap_bytes, int cache_kib, char **cause);
 /* Queries on r cut by the deadline so far. */
 uint64_t store_reader_timeouts(const struct store_reader *r);
 /* 1 when r's last (outermost) query was cut by the deadline, else 0. */

@@ -11,6 +11,7 @@
  * the monotonic clock has passed it. An interrupted statement is only
  * reset, never half-read: the query fails as a whole with STORE_E_SLOW.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,6 +62,21 @@ int
 store_reader_was_cut(const struct store_reader *r)
 {
 	return r != NULL && r->cut;
+}
+
+int
+store_reader_tune(struct store_reader *r, int64_t mmap_bytes, int cache_kib, char **cause)
+{
+	char sql[96];
+	int rc;
+
+	snprintf(sql, sizeof sql, "PRAGMA mmap_size = %lld", (long long)mmap_bytes);
+	rc = store_exec(r->db, sql, cause);
+	if (rc == 0) {
+		snprintf(sql, sizeof sql, "PRAGMA cache_size = -%d", cache_kib);
+		rc = store_exec(r->db, sql, cause);
+	}
+	return rc;
 }
 
 uint64_t

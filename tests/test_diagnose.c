@@ -559,6 +559,78 @@ plan_row(void *arg, sqlite3_stmt *row)
 	return 0;
 }
 
+/*
+ * The window's healthy calls given as aggregates by minute (as
+ * api_diagnose.c reads them) answer exactly as the same calls as rows:
+ * counts, availability, the episode and the causes.
+ */
+START_TEST(healthy_calls_as_aggregates)
+{
+	static struct diag_call deg[400];
+	static struct diag_healthy agg[400];
+	struct diag_input in;
+	cJSON *o;
+	char *rows_json, *agg_json;
+	int i, j, ndeg = 0, nagg = 0;
+
+	reset();
+	healthy("intent", 30, 25 * SEC);
+	call("intent", T0 + 2 * MINUTE + 7 * SEC, NULL, "rules");
+	calls[ncalls - 1].http_status = 422;
+	call("intent", T0 + 3 * MINUTE + 9 * SEC, NULL, "llm");
+	calls[ncalls - 1].elapsed_ms = 7000;
+	call("intent", T0 + 4 * MINUTE, NULL, "cache");
+	calls[ncalls - 1].http_status = 202;
+	call("other", T0 + 4 * MINUTE, NULL, "llm");
+	for (i = 0; i < 12; i++) {
+		int64_t t = T0 + 8 * MINUTE + i * 7 * SEC;
+		int64_t id = call("intent", t, "first_byte_timeout", "backup");
+
+		attempt(id, "intent", "primary-v2", 1, t, "first_byte_timeout", 2, -1, -1, -1, 120);
+		attempt(id, "intent", "small-v1", 2, t + 2500, "ok", 3, 200, 200, -1, 120);
+	}
+	o = run("intent", targets_backup, 2);
+	rows_json = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	for (i = 0; i < ncalls; i++) {
+		const struct diag_call *c = &calls[i];
+		int64_t minute = c->started_at / MINUTE * MINUTE;
+
+		if (c->degraded) {
+			deg[ndeg++] = *c;
+			continue;
+		}
+		for (j = 0; j < nagg && (agg[j].minute != minute || strcmp(agg[j].route, c->route));
+		     j++)
+			;
+		if (j == nagg)
+			agg[nagg++] = (struct diag_healthy){c->route, minute, 0, 0, 0, 0};
+		agg[j].calls++;
+		agg[j].client_errors += c->http_status >= 400 && c->http_status <= 499;
+		agg[j].service_good += (c->http_status == 200 || c->http_status == 202) &&
+				       c->elapsed_ms <= c->budget_ms;
+		agg[j].smart_good += c->http_status == 200 && strcmp(c->source, "llm") == 0;
+	}
+	ck_assert_int_gt(nagg, 10);
+	memset(&in, 0, sizeof in);
+	in.route = "intent";
+	in.cur = (struct diag_rows){T0, T0 + 15 * MINUTE, deg, ndeg, atts, natts, vfails, nvfails};
+	in.prev = (struct diag_rows){T0 - 15 * MINUTE, T0, pcalls, npcalls, NULL, 0, NULL, 0};
+	in.healthy = agg;
+	in.nhealthy = nagg;
+	in.targets = targets_backup;
+	in.ntargets = 2;
+	o = diagnose_run(&in);
+	agg_json = cJSON_PrintUnformatted(o);
+	ck_assert_str_eq(agg_json, rows_json);
+	ck_assert_double_eq(num(o, "routes.0.calls"), 45);
+	ck_assert_str_eq(str(o, "routes.0.causes.0.reason"), "first_byte_timeout");
+	cJSON_Delete(o);
+	free(rows_json);
+	free(agg_json);
+}
+END_TEST
+
 /* GET /v1/diagnose reads by time: each query searches its table's time index, never scans. */
 START_TEST(queries_search_the_time_indexes)
 {
@@ -566,13 +638,14 @@ START_TEST(queries_search_the_time_indexes)
 		enum store_query q;
 		const char *index;
 	} want[] = {
-		{STORE_Q_DIAG_CALLS, "calls_started_at"},
-		{STORE_Q_DIAG_ATTEMPTS, "attempts_started_at"},
+		{STORE_Q_DIAG_CALLS, "COVERING INDEX calls_diag"},
+		{STORE_Q_DIAG_HEALTHY, "COVERING INDEX calls_diag"},
+		{STORE_Q_DIAG_ATTEMPTS, "COVERING INDEX attempts_diag"},
 		{STORE_Q_DIAG_VFAILS, "validation_failures_at"},
 		{STORE_Q_DIAG_EVENTS, "events_at"},
 		{STORE_Q_DIAG_AUDIT, "audit_at"},
 		{STORE_Q_DIAG_PREV_MINUTES, "slo_minutes_minute"},
-		{STORE_Q_DIAG_PREV_REASONS, "degradations_at"},
+		{STORE_Q_DIAG_PREV_REASONS, "COVERING INDEX degradations_diag"},
 	};
 	char *dir = harness_tmpdir(), *path = NULL, *sql = NULL, *cause = NULL, plan[1024];
 	struct store *st = NULL;
@@ -622,6 +695,7 @@ diagnose_suite(void)
 	ADD(episode_start_and_end);
 	ADD(window_before_as_aggregates);
 	ADD(every_degraded_route);
+	ADD(healthy_calls_as_aggregates);
 	ADD(since_forms);
 	ADD(queries_search_the_time_indexes);
 	return s;

@@ -26,10 +26,11 @@ route_json(const struct diag_input *in, const char *route)
 	const struct diag_rows *w = &in->cur;
 	struct route_ctx rc;
 	cJSON *x = cJSON_CreateObject(), *arr;
-	int i, total = 0, svc = 0, smart = 0;
+	int i, total = 0, svc = 0, smart = 0, ncalls;
 	int64_t tok_fail, tok_ok;
 
 	diag_route_ctx_init(&rc, in, route);
+	ncalls = rc.ncalls;
 	for (i = 0; i < rc.ncalls; i++) {
 		const struct diag_call *c = &w->calls[rc.calls[i]];
 
@@ -41,13 +42,23 @@ route_json(const struct diag_input *in, const char *route)
 		smart += c->http_status == 200 && (diag_str_eq(c->source, WIRE_SOURCE_LLM) ||
 						   diag_str_eq(c->source, WIRE_SOURCE_BACKUP));
 	}
+	for (i = 0; i < in->nhealthy; i++) {
+		const struct diag_healthy *h = &in->healthy[i];
+
+		if (!diag_str_eq(h->route, route))
+			continue;
+		ncalls += h->calls;
+		total += h->calls - h->client_errors;
+		svc += h->service_good;
+		smart += h->smart_good;
+	}
 	diag_causes_collect(&rc);
 	diag_episode_find(&rc);
 	cJSON_AddStringToObject(x, "route", route);
 	json_add_number(x, "service_availability", total ? (double)svc / total : NAN);
 	json_add_number(x, "smart_availability", total ? (double)smart / total : NAN);
 	cJSON_AddNumberToObject(x, "degraded_calls", rc.degraded);
-	cJSON_AddNumberToObject(x, "calls", rc.ncalls);
+	cJSON_AddNumberToObject(x, "calls", ncalls);
 	json_add_time(x, "episode_start", rc.episode >= 0 ? rc.episode : 0);
 	arr = cJSON_AddArrayToObject(x, "causes");
 	for (i = 0; i < rc.ncauses; i++)

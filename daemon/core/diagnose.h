@@ -3,7 +3,8 @@
  * diagnose: why a route is degraded (API.md "Diagnosis"). Pure: the caller
  * fills plain rows of the window and of the window before it (calls,
  * attempts, validation failures, events, audit; a call's degradation
- * reason is calls.reason, the first of its degradations rows) and gets
+ * reason is calls.reason, the first of its degradations rows; the
+ * healthy calls may come as per-minute aggregates instead) and gets
  * the ranked diagnosis as the JSON of GET /v1/diagnose. Rows and strings
  * are borrowed; integers are -1 where the column is NULL. Any thread.
  */
@@ -92,6 +93,22 @@ struct diag_reason_count {
 	int calls;
 };
 
+/*
+ * The window's calls that were not degraded, as aggregates, when they are
+ * not given as rows in cur.calls: a route's minute (epoch ms of its start)
+ * with those calls, how many answered 4xx, how many answered 200 or 202
+ * within budget and how many 200 came from the llm or the backup (the
+ * same tests route_json applies to a row). Rows and aggregates add up.
+ */
+struct diag_healthy {
+	const char *route;
+	int64_t minute;
+	int calls;
+	int client_errors;
+	int service_good;
+	int smart_good;
+};
+
 enum diag_role { DIAG_PRIMARY = 0, DIAG_CANARY, DIAG_BACKUP };
 
 /* A backend a route may call, with the live weight and the timeouts it runs with. */
@@ -111,6 +128,9 @@ struct diag_input {
 	int nprev_minutes;
 	const struct diag_reason_count *prev_reasons;
 	int nprev_reasons;
+	/* The window's healthy calls as aggregates (added to cur's rows), by minute. */
+	const struct diag_healthy *healthy;
+	int nhealthy;
 	/* Events and audit rows from 10 minutes before prev.from to cur.to, by time. */
 	const struct diag_event *events;
 	int nevents;

@@ -477,6 +477,13 @@ diag_episode_find(struct route_ctx *rc)
 			first[k] = m->minute;
 		deg[k] += m->degraded;
 	}
+	for (i = 0; i < in->nhealthy; i++) {
+		const struct diag_healthy *h = &in->healthy[i];
+		int64_t k = (h->minute - from) / MINUTE_MS;
+
+		if (diag_str_eq(h->route, rc->route) && h->minute >= from && k < n)
+			calls[k] += h->calls;
+	}
 	for (i = 0; i < n; i++) {
 		if (calls[i] == 0)
 			continue;

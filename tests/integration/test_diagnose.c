@@ -355,10 +355,11 @@ START_TEST(arguments_and_roles)
 END_TEST
 
 /*
- * 160,000 calls over the last two hours on route intent (the window of 1 h
+ * 320,000 calls over the last two hours on route intent (the window of 1 h
  * and the one before it), a quarter degraded by first_byte_timeout with a
- * second attempt: as tests/bench/diagnose.sh fills it, written while the
- * daemon is down.
+ * second attempt: as tests/bench/diagnose.sh fills it but twice as dense
+ * (a diagnosis of the bench's window became too quick to tell whether
+ * calls are answered while it runs), written while the daemon is down.
  */
 static void
 fill_large_window(void)
@@ -371,12 +372,12 @@ fill_large_window(void)
 		asprintf(&sql,
 			 "BEGIN;"
 			 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-			 "WHERE i < 160000) "
+			 "WHERE i < 320000) "
 			 "INSERT INTO calls (id, request_id, route, started_at, finished_at, "
 			 "elapsed_ms, budget_ms, level, source, backend, degraded, reason, "
 			 "attempts, http_status, status) "
-			 "SELECT 10000000 + i, 'r' || i, 'intent', %lld + i * 45, "
-			 "%lld + i * 45 + 900, 900, 3000, 'L0', "
+			 "SELECT 10000000 + i, 'r' || i, 'intent', %lld + i * 45 / 2, "
+			 "%lld + i * 45 / 2 + 900, 900, 3000, 'L0', "
 			 "CASE WHEN i %% 4 = 0 THEN 'rules' ELSE 'llm' END, 'primary-v2', "
 			 "i %% 4 = 0, CASE WHEN i %% 4 = 0 THEN 'first_byte_timeout' END, "
 			 "1 + (i %% 4 = 0), 200, 'done' FROM n;"
@@ -393,7 +394,7 @@ fill_large_window(void)
 			 "input_tokens) "
 			 "SELECT 1000000 + id, id, request_id, route, 'primary-v2', 2, "
 			 "started_at + 400, 2500, 2, 2500, 'first_byte_timeout', 100 + id %% 400 "
-			 "FROM calls WHERE degraded AND id > 10080000;"
+			 "FROM calls WHERE degraded AND id > 10160000;"
 			 "INSERT INTO degradations (id, call_id, route, from_step, to_step, "
 			 "reason, at) SELECT id, id, route, 'primary', 'rules', reason, "
 			 "started_at + 900 FROM calls WHERE degraded AND id >= 10000000;"
