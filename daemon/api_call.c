@@ -23,7 +23,8 @@
 #include "textcheck.h"
 #include "util.h"
 
-#define MAX_REQUEST_ID 128
+#define MAX_REQUEST_ID	     128
+#define MAX_REQUEST_ATTEMPTS 64 /* more than any retry and hedge policy makes */
 
 static void
 set_answer_headers(struct http_req *r, const char *source, int level, int64_t elapsed,
@@ -457,6 +458,69 @@ request_trace_id(struct engine *e, cJSON *o, const char *id)
 	free(cause);
 }
 
+/* A column as a JSON number, null when NULL. */
+static cJSON *
+col_number(sqlite3_stmt *row, int i)
+{
+	if (sqlite3_column_type(row, i) == SQLITE_NULL)
+		return cJSON_CreateNull();
+	return cJSON_CreateNumber((double)sqlite3_column_int64(row, i));
+}
+
+static cJSON *
+col_string(sqlite3_stmt *row, int i)
+{
+	const unsigned char *t = sqlite3_column_text(row, i);
+
+	return t != NULL ? cJSON_CreateString((const char *)t) : cJSON_CreateNull();
+}
+
+static int
+request_attempt_row(void *arg, sqlite3_stmt *row)
+{
+	cJSON *arr = arg, *x = cJSON_CreateObject(), *h = NULL;
+	const unsigned char *ht = sqlite3_column_text(row, 8);
+
+	cJSON_AddItemToObject(x, "attempt_no", col_number(row, 0));
+	cJSON_AddItemToObject(x, "backend", col_string(row, 1));
+	cJSON_AddItemToObject(x, "outcome", col_string(row, 2));
+	cJSON_AddItemToObject(x, "http_status", col_number(row, 3));
+	cJSON_AddItemToObject(x, "connect_ms", col_number(row, 4));
+	cJSON_AddItemToObject(x, "first_byte_ms", col_number(row, 5));
+	cJSON_AddItemToObject(x, "total_ms", col_number(row, 6));
+	cJSON_AddItemToObject(x, "span_id", col_string(row, 7));
+	if (ht != NULL && (h = cJSON_Parse((const char *)ht)) != NULL && !cJSON_IsObject(h)) {
+		cJSON_Delete(h);
+		h = NULL;
+	}
+	cJSON_AddItemToObject(x, "upstream_headers", h != NULL ? h : cJSON_CreateNull());
+	cJSON_AddItemToArray(arr, x);
+	return 0;
+}
+
+/*
+ * "attempts" of the request's latest calls row, with the headers its
+ * backend recorded (screened when they were recorded): [] while the row
+ * is not written yet (queued, running, or still in the writer's queue),
+ * null when the store could not be read within the engine reader's
+ * deadline. Engine thread, on the engine's reader like the other reads.
+ */
+static void
+request_attempts(struct engine *e, cJSON *o, const char *id)
+{
+	struct store_val v[] = {SVT(id), SVI(MAX_REQUEST_ATTEMPTS)};
+	cJSON *arr = cJSON_CreateArray();
+	char *cause = NULL;
+
+	if (store_reader_run(e->reader, STORE_Q_REQUEST_ATTEMPTS, v, 2, request_attempt_row, arr,
+			     &cause) != 0) {
+		cJSON_Delete(arr);
+		arr = cJSON_CreateNull();
+	}
+	cJSON_AddItemToObject(o, "attempts", arr);
+	free(cause);
+}
+
 static void
 handle_request_get(struct http_req *r, struct engine *e)
 {
@@ -535,6 +599,7 @@ handle_request_get(struct http_req *r, struct engine *e)
 	free(stored);
 send:
 	request_trace_id(e, o, id);
+	request_attempts(e, o, id);
 	body = json_print(o);
 	cJSON_Delete(o);
 	http_respond(r, 200, body, strlen(body));

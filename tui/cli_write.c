@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -258,6 +259,89 @@ out:
 	return rc;
 }
 
+/* One attempt of GET /v1/requests/{id}: its line and the headers its backend recorded. */
+static void
+print_attempt(const cJSON *x)
+{
+	static const char *const ms[][2] = {
+		{"connect_ms", "connect"}, {"first_byte_ms", "first byte"}, {"total_ms", "total"}};
+	const cJSON *no = cJSON_GetObjectItemCaseSensitive(x, "attempt_no"),
+		    *be = cJSON_GetObjectItemCaseSensitive(x, "backend"),
+		    *oc = cJSON_GetObjectItemCaseSensitive(x, "outcome"),
+		    *st = cJSON_GetObjectItemCaseSensitive(x, "http_status"),
+		    *sp = cJSON_GetObjectItemCaseSensitive(x, "span_id"),
+		    *hd = cJSON_GetObjectItemCaseSensitive(x, "upstream_headers"), *h, *v;
+	size_t i;
+
+	printf("attempt %d  %s  %s", cJSON_IsNumber(no) ? no->valueint : 0,
+	       cJSON_IsString(be) ? be->valuestring : "-",
+	       cJSON_IsString(oc) ? oc->valuestring : "-");
+	if (cJSON_IsNumber(st))
+		printf("  HTTP %d", st->valueint);
+	for (i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+		v = cJSON_GetObjectItemCaseSensitive(x, ms[i][0]);
+		if (cJSON_IsNumber(v))
+			printf("  %s %d ms", ms[i][1], v->valueint);
+	}
+	if (cJSON_IsString(sp))
+		printf("  span %s", sp->valuestring);
+	printf("\n");
+	cJSON_ArrayForEach(h, hd)
+	{
+		if (cJSON_IsString(h) && h->string != NULL)
+			printf("  < %s: %s\n", h->string, h->valuestring);
+	}
+}
+
+/*
+ * call -v: the call's attempts as GET /v1/requests/{id} reads them from
+ * the store, with the upstream headers recorded. The daemon's writer
+ * commits them a moment after the answer: ask again (ATTEMPTS_TRIES times,
+ * ATTEMPTS_WAIT_MS apart) until as many as the answer counted are there.
+ */
+#define ATTEMPTS_TRIES	 20
+#define ATTEMPTS_WAIT_MS 100
+
+static void
+print_call_attempts(struct client *c, const char *request_id, int want)
+{
+	struct client_resp resp;
+	struct timespec wait = {0, ATTEMPTS_WAIT_MS * 1000000L};
+	cJSON *o = NULL;
+	const cJSON *arr = NULL, *x;
+	char path[512], *seg = client_escape(request_id), *cause = NULL;
+	int i;
+
+	snprintf(path, sizeof path, "/v1/requests/%s", seg);
+	for (i = 0; i < ATTEMPTS_TRIES; i++) {
+		if (i > 0)
+			nanosleep(&wait, NULL);
+		cJSON_Delete(o);
+		o = NULL;
+		if (client_do(c, "GET", path, NULL, CONTROL_TIMEOUT_MS, &resp, &cause) != 0) {
+			fprintf(stderr, "fusebox: GET %s: %s\n", path, cause);
+			break;
+		}
+		if (resp.status == 200)
+			o = cJSON_ParseWithLength(resp.body, resp.len);
+		client_resp_free(&resp);
+		arr = cJSON_GetObjectItemCaseSensitive(o, "attempts");
+		if (cJSON_IsArray(arr) && cJSON_GetArraySize(arr) >= want)
+			break;
+	}
+	if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) < want)
+		fprintf(stderr, "fusebox: the call's attempts are not in the store yet\n");
+	if (!cJSON_IsArray(arr))
+		arr = NULL;
+	cJSON_ArrayForEach(x, arr)
+	{
+		print_attempt(x);
+	}
+	cJSON_Delete(o);
+	free(cause);
+	free(seg);
+}
+
 int
 cli_verb_call(struct client *c, int json, int argc, char **argv, const struct state_v *sv)
 {
@@ -316,6 +400,10 @@ cli_verb_call(struct client *c, int json, int argc, char **argv, const struct st
 		       cJSON_IsString(rv) ? rv->valuestring : "-",
 		       cJSON_IsNumber(at) ? at->valueint : 0,
 		       cJSON_IsNumber(el) ? el->valueint : 0);
+		res = cJSON_GetObjectItemCaseSensitive(ans, "request_id");
+		if ((a.flag[0] || a.flag[1]) && cJSON_IsString(res))
+			print_call_attempts(c, res->valuestring,
+					    cJSON_IsNumber(at) ? at->valueint : 0);
 	}
 done:
 	client_resp_free(&resp);

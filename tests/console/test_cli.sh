@@ -227,6 +227,29 @@ fi
 # (Which headers are shown, Retry-After among them: tests/test_tui_model.c.)
 run call --help
 expect_re call_verbose_usage 0 'call ROUTE TEXT \[--budget MS\] \[-v\]'
+# call -v then prints the call's attempts as the store has them (GET
+# /v1/requests/{id}, asked again until the writer has committed them),
+# each with the upstream headers its backend recorded.
+python3 - "$T/fusebox.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+for b in c["backends"]:
+    b["record_response_headers"] = ["X-Mock-Backend", "X-Not-Sent"]
+json.dump(c, open(p, "w"), indent=1, ensure_ascii=False)
+PY
+run reload
+run call -v intent "我要退款"
+att=$(grep -E '^attempt ' <<<"$OUT")
+be=$(awk '{ print $3 }' <<<"$att")
+if [ "$RC" -eq 0 ] && [ "$(wc -l <<<"$att")" -eq 1 ] &&
+	grep -Eqx 'attempt 1  (primary-v2|canary-v3)  ok  HTTP 200(  connect [0-9]+ ms)?  first byte [0-9]+ ms  total [0-9]+ ms  span [0-9a-f]{16}' <<<"$att" &&
+	[ "$(grep -A1 -E '^attempt ' <<<"$OUT" | tail -1)" = "  < x-mock-backend: $be" ] &&
+	! grep -q 'x-not-sent' <<<"$OUT"; then
+	ok call_verbose_attempts
+else
+	not_ok call_verbose_attempts "rc $RC: $OUT $ERR"
+fi
 # the ticket route falls to its rules when flaky-v1 fails: degradations
 mock_set flaky-v1 '{"status": 500}'
 for i in 1 2 3 4; do call_route ticket "ticket $i" >/dev/null; done
