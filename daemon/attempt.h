@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "budget.h"
+#include "attempt_gate.h"
 #include "config.h"
 #include "engine.h"
 #include "outcome.h"
@@ -127,6 +128,7 @@ struct attempt {
 	int64_t remaining_ms; /* the call's budget left at the start */
 	const struct backend_cfg *rec_cfg; /* whose record_response_headers rec follows */
 	char (*rec)[CONFIG_RECORD_HEADER_NAME_MAX + 1]; /* recorded values; "" absent; NULL: none */
+	struct attempt_gw gw; /* its place at the h2 connection gate (attempt_gate.c) */
 };
 
 /*

@@ -558,11 +558,9 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 				  req_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_notify, s,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections + 64,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->idle_timeout_s,
-				  /* <= 32 KiB: MHD takes the pool from malloc, not mmap (a munmap
-				   * per connection costs a TLB shootdown on every core); 16 KiB
-				   * halves the per-request memset and still holds the request
-				   * line and headers (bodies are buffered by us). */
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
+				  /* The connection's pool (HTTP_CONN_POOL_BYTES): the request
+				   * line and headers must fit in it. */
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_CONN_POOL_BYTES,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
 	if (s->mhd == NULL) {
 		*cause = xasprintf("listen: libmicrohttpd did not start (%s)", strerror(errno));

@@ -19,6 +19,24 @@
  * max_buffered_body_bytes that large bodies leave (http_screen.c). */
 #define HTTP_SMALL_BODY_BYTES (16 * 1024)
 #define IP_BUCKETS	      1024 /* per-address counts (max_connections_per_ip) */
+/*
+ * libmicrohttpd's memory pool of a connection (MHD_OPTION_CONNECTION_MEMORY_LIMIT):
+ * the request line and header block are read into it (and its header
+ * entries, ~50 bytes each, taken from its end); bodies pass through it in
+ * increments and are buffered by us. So it bounds the header block we
+ * accept: ~13.8 KB of request line and headers (64 at most, MAX_HEADERS),
+ * 431 from 14 KiB (MHD's own page; in between MHD 0.9.75 closes without
+ * an answer; it was ~15.4 KB with 16 KiB). A waiting call touches two pages:
+ * the first (the bytes read) and the last (the header entries). 14 KiB is
+ * below 32 KiB (MHD takes the pool from malloc, not mmap: a munmap per
+ * connection costs a TLB shootdown on every core) and, not a multiple of
+ * the page, packs two pools into 7 pages in jemalloc's slabs (glibc's heap
+ * places them back to back alike): the last page of one is the first of
+ * the next, 1.5 pages touched a waiting connection instead of 2 with 16
+ * KiB (waiting bench: -2.7 KiB per held call at 10,000; -49 MB at the
+ * peak, when MHD writes the answers in the pools).
+ */
+#define HTTP_CONN_POOL_BYTES (14 * 1024)
 
 /*
  * A TCP connection, from accept to MHD's close (its socket context). A

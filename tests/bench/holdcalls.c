@@ -16,8 +16,20 @@
  * run stops after --max-s seconds (default 120).
  *
  * Usage: holdcalls --port P [--path /v1/routes/intent/call] [--body JSON]
- *        [-n calls] [--conc N] [--rate R] [--timeout-ms T] [--max-s S]
- *        [--late-ms L] [--expect-source S] [--csv FILE] [--max-connecting M]
+ *        [--chat MODEL] [-n calls] [--conc N] [--rate R] [--timeout-ms T]
+ *        [--max-s S] [--late-ms L] [--expect-source S] [--csv FILE]
+ *        [--max-connecting M] [--held-file FILE]
+ *
+ * --chat MODEL calls the OpenAI-compatible facade instead of the native
+ * route path: POST /v1/chat/completions with a chat-completions body
+ * naming MODEL (--body, when given, replaces the default messages body;
+ * --path still wins when given after it). The answer's "source" is read
+ * from its "fusebox" object, "elapsed_ms" likewise.
+ *
+ * --held-file FILE is written the moment every call's request is out (or
+ * the call failed before): "held_at_mark=K", K the calls open then (also
+ * on stderr); the line "ended_after_mark=1" is appended when the next
+ * call ends. The waiting bench reads the server's RSS between the two.
  *
  * --max-connecting (default 256) bounds the connects not yet established,
  * so that a burst of 10,000 does not overflow the server's accept queue
@@ -72,10 +84,14 @@ struct hold_opts {
 	const char *expect_source;
 	const char *csv;
 	int max_connecting;
+	const char *chat_model;
+	const char *held_file;
 };
 
 static char *hold_request;
 static size_t hold_request_len;
+static int hold_sent;	       /* calls whose request is fully written */
+static int hold_unsent_failed; /* calls that failed before that */
 
 static int64_t
 hold_now_us(void)
@@ -89,6 +105,8 @@ hold_now_us(void)
 static void
 hold_fail(struct hold_call *c, int err, int64_t now)
 {
+	if (c->sent_us == 0 && c->state != HOLD_DONE)
+		hold_unsent_failed++;
 	c->err = err ? err : EIO;
 	c->done_us = now;
 	c->state = HOLD_DONE;
@@ -195,6 +213,7 @@ hold_event(struct hold_call *c, int epfd, uint32_t events)
 		}
 		c->sent_us = hold_now_us();
 		c->state = HOLD_READING;
+		hold_sent++;
 		c->resp = malloc(HOLD_RESP_MAX + 1);
 		if (c->resp == NULL) {
 			hold_fail(c, ENOMEM, now);
@@ -269,14 +288,16 @@ hold_usage(void)
 {
 	fprintf(stderr, "usage: holdcalls --port P [--path PATH] [--body JSON] [-n CALLS] "
 			"[--conc N] [--rate PER_S] [--timeout-ms T] [--max-s S] [--late-ms L] "
-			"[--expect-source S] [--csv FILE] [--max-connecting M]\n");
+			"[--expect-source S] [--csv FILE] [--max-connecting M] [--chat MODEL] "
+			"[--held-file FILE]\n");
 	exit(2);
 }
 
 static int
 hold_opts_parse(int argc, char **argv, struct hold_opts *o)
 {
-	int i;
+	static char chat_body[256];
+	int i, body_set = 0, path_set = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->path = "/v1/routes/intent/call";
@@ -294,9 +315,13 @@ hold_opts_parse(int argc, char **argv, struct hold_opts *o)
 		if (strcmp(a, "--port") == 0)
 			o->port = (int)strtol(v, NULL, 10);
 		else if (strcmp(a, "--path") == 0)
-			o->path = v;
+			o->path = v, path_set = 1;
 		else if (strcmp(a, "--body") == 0)
-			o->body = v;
+			o->body = v, body_set = 1;
+		else if (strcmp(a, "--chat") == 0)
+			o->chat_model = v;
+		else if (strcmp(a, "--held-file") == 0)
+			o->held_file = v;
 		else if (strcmp(a, "-n") == 0)
 			o->n = (int)strtol(v, NULL, 10);
 		else if (strcmp(a, "--conc") == 0)
@@ -324,6 +349,19 @@ hold_opts_parse(int argc, char **argv, struct hold_opts *o)
 		hold_usage();
 	if (o->conc <= 0 || o->conc > o->n)
 		o->conc = o->n;
+	if (o->chat_model != NULL) {
+		if (strlen(o->chat_model) > 64 || strpbrk(o->chat_model, "\"\\") != NULL)
+			hold_usage();
+		if (!path_set)
+			o->path = "/v1/chat/completions";
+		if (!body_set) {
+			snprintf(chat_body, sizeof(chat_body),
+				 "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\","
+				 "\"content\":\"I want my money back\"}]}",
+				 o->chat_model);
+			o->body = chat_body;
+		}
+	}
 	return 0;
 }
 
@@ -339,7 +377,7 @@ main(int argc, char **argv)
 	int64_t t0, now, end, next_due, next_scan = 0;
 	int epfd, i, k, started = 0, open = 0, done = 0, peak = 0, nlat = 0, ndms = 0;
 	int ok = 0, wrong_source = 0, failed = 0, late = 0, st2xx = 0, other_status = 0;
-	int timeouts = 0, connecting = 0;
+	int timeouts = 0, connecting = 0, marked = 0, done_at_mark = 0;
 	FILE *csv = NULL;
 
 	hold_opts_parse(argc, argv, &o);
@@ -413,6 +451,26 @@ main(int argc, char **argv)
 			}
 			if (was_connecting && c->state != HOLD_CONNECTING)
 				connecting--;
+		}
+		if (!marked && o.held_file != NULL && hold_sent + hold_unsent_failed >= o.n) {
+			FILE *m = fopen(o.held_file, "w");
+
+			/* every request is out (or its call failed first): all are held */
+			if (m != NULL) {
+				fprintf(m, "held_at_mark=%d\n", open);
+				fclose(m);
+			}
+			fprintf(stderr, "held_at_mark=%d\n", open);
+			marked = 1;
+			done_at_mark = done;
+		} else if (marked == 1 && done > done_at_mark) {
+			FILE *m = fopen(o.held_file, "a");
+
+			if (m != NULL) {
+				fprintf(m, "ended_after_mark=1\n");
+				fclose(m);
+			}
+			marked = 2;
 		}
 		/* Per-call timeout: checked every 100 ms. */
 		now = hold_now_us();

@@ -23,12 +23,27 @@
 #      delay: holdcalls speaks HTTP/1.1 only);
 #   2. holdcalls -> fuseboxd -> upstream, budget 8 s: every call must be
 #      answered by the model (source llm), none after its budget, with the
-#      daemon's thread count constant and its RSS <= 150 MB.
+#      daemon's thread count constant and its RSS <= 150 MB. On the HTTP/2
+#      path this runs twice, a fresh daemon each: the native path (POST
+#      /v1/routes/intent/call, keys waiting.h2.N.*) and the OpenAI facade
+#      (POST /v1/chat/completions with "model": "intent", keys
+#      waiting.h2.chat.N.*); BENCH_WAIT_APIS (default "call chat") picks.
+# Memory per waiting call (issue 28), per path and level:
+#   kb_per_call = (RSS while all N calls are held - RSS idle) / N, in KiB,
+#   "held": from the moment holdcalls has written every request
+#   (--held-file) until the first call ends, the largest RSS sampled then
+#   (every 0.2 s); idle: after one warm-up call, before the load. Target
+#   <= 24 KiB on the HTTP/2 path at every level, judged per API path; a
+#   table of both paths side by side closes the output.
+#   BENCH_WAIT_AT_HELD=CMD runs "CMD PID KEY" once per level and path while
+#   all calls are held (after ~1 s of it), e.g. a script that copies
+#   /proc/PID/smaps or asks jemalloc for a heap profile (MALLOC_CONF is
+#   passed to the daemon as set).
 # Levels: BENCH_WAIT_LEVELS (default "1000 3000 10000") on the HTTP/1.1
-# path (those that fit), BENCH_WAIT_H2_LEVELS (default: the levels of
-# BENCH_WAIT_LEVELS from 3000 up) on the HTTP/2 path. The targets are judged
-# at the largest level, on the HTTP/2 path when nginx is there (else on the
-# HTTP/1.1 path, as before).
+# path (those that fit), BENCH_WAIT_H2_LEVELS (default: the same levels)
+# on the HTTP/2 path. The other targets are judged at the largest level,
+# on the HTTP/2 path when nginx is there (else on the HTTP/1.1 path, as
+# before).
 #   tests/bench/waiting.sh BUILD_ROOT SOURCE_ROOT
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -41,7 +56,9 @@ echo_mod=/usr/lib/nginx/modules/ngx_http_echo_module.so
 [ -x "$holdcalls" ] || bench_skip "$holdcalls is not built"
 [ -x "$slowup" ] || bench_skip "$slowup is not built"
 levels=${BENCH_WAIT_LEVELS:-1000 3000 10000}
-h2_levels=${BENCH_WAIT_H2_LEVELS:-$(for n in $levels; do [ "$n" -lt 3000 ] || printf '%s ' "$n"; done)}
+h2_levels=${BENCH_WAIT_H2_LEVELS:-$levels}
+apis=${BENCH_WAIT_APIS:-call chat}
+declare -A KB_CALL=()
 h2_scheme=${BENCH_WAIT_H2_SCHEME:-https}
 calls=$(tr ' ' '\n' <<<"$levels $h2_levels" | grep . | sort -n | tail -1)
 delay=5000
@@ -56,6 +73,8 @@ note "levels: HTTP/1.1 $levels; HTTP/2 ${h2_levels:-none}; calls started at once
 
 bench_spawn UP UP_PORT "$tmp/slowup.log" "$slowup" --delay-ms "$delay" --max-s 600
 chat='{"model":"m","messages":[{"role":"user","content":"I want my money back"}]}'
+# the facade's request: the same user text as CALL_BODY's input
+CHAT_BODY='{"model":"intent","messages":[{"role":"user","content":"Hello, I ordered shoes last week and they arrived damaged. I want my money back, please tell me how to return them."}]}'
 
 # nginx with an h2 server ($h2_scheme) and a plain HTTP/1.1 one (the direct
 # baseline), both answering CANNED_REPLY after $delay ms; access log: the
@@ -119,31 +138,40 @@ nginx_up() { # both listeners answer
 		ss -Htln "sport = :$NGX_PORT" | grep -q .
 }
 
-level() { # calls judge(0|1) path(h1|h2)
-	local n=$1 judge=$2 path=$3 out threads0 rss0 cpu0 cpu1 hwm tmin tmax rssmax fdmax t r f k
-	local dport url ver="" ca="" nlog=$tmp/nginx/logs/access.log
+level() { # calls judge(0|1) path(h1|h2) api(call|chat)
+	local n=$1 judge=$2 path=$3 api=${4:-call} out threads0 rss0 cpu0 cpu1 hwm tmin tmax rssmax fdmax t r f k
+	local dport url ver="" ca="" nlog=$tmp/nginx/logs/access.log rssheld=0 heldn=0 held mark=$tmp/held.$n.$api kb
+	local -a how=(--body "$CALL_BODY")
+	[ "$api" = chat ] && how=(--chat intent --body "$CHAT_BODY")
 	if [ "$path" = h2 ]; then
 		k=waiting.h2.$n dport=$NGX_H1_PORT ver=2
+		[ "$api" = chat ] && k=waiting.h2.chat.$n
 		url="$h2_scheme://127.0.0.1:$NGX_PORT/v1/chat/completions"
 		[ "$h2_scheme" = https ] && ca=$tmp/nginx/cert.pem
 	else
 		k=waiting.$n dport=$UP_PORT
 		url="http://127.0.0.1:$UP_PORT/v1/chat/completions"
 	fi
-	# 1. Baseline: the client and the upstream alone.
-	"$holdcalls" --port "$dport" --path /v1/chat/completions -n "$n" --body "$chat" \
-		--timeout-ms $((budget + 5000)) --max-s 60 >"$tmp/direct.out" 2>&1 || true
-	out=$(cat "$tmp/direct.out")
-	note "$n direct ($path path: holdcalls -> upstream over HTTP/1.1): $(grep -E '^(ok|failed|client_p50_ms|client_p99_ms|client_max_ms)=' <<<"$out" | tr '\n' ' ')"
-	result "$k.direct_client_p50_ms" "$(kv client_p50_ms "$out")" ms
-	result "$k.direct_client_max_ms" "$(kv client_max_ms "$out")" ms
-	sleep 1
+	# 1. Baseline: the client and the upstream alone (once per level and path).
+	if [ "$api" = call ]; then
+		"$holdcalls" --port "$dport" --path /v1/chat/completions -n "$n" --body "$chat" \
+			--timeout-ms $((budget + 5000)) --max-s 60 >"$tmp/direct.out" 2>&1 || true
+		out=$(cat "$tmp/direct.out")
+		note "$n direct ($path path: holdcalls -> upstream over HTTP/1.1): $(grep -E '^(ok|failed|client_p50_ms|client_p99_ms|client_max_ms)=' <<<"$out" | tr '\n' ' ')"
+		result "$k.direct_client_p50_ms" "$(kv client_p50_ms "$out")" ms
+		result "$k.direct_client_max_ms" "$(kv client_max_ms "$out")" ms
+		sleep 1
+	fi
 
 	# 2. Through the daemon (a fresh one per level).
 	rm -f "$tmp"/fusebox.db*
 	bench_config "$tmp/fusebox.json" "$url" "$budget" 20000 "$((budget - 500))" "$ver" "$ca"
 	bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
-	curl -s -o /dev/null -H 'Content-Type: application/json' -d "$CALL_BODY" --max-time 10 "http://127.0.0.1:$FBD_PORT/v1/routes/intent/call"
+	if [ "$api" = chat ]; then
+		curl -s -o /dev/null -H 'Content-Type: application/json' -d "$CHAT_BODY" --max-time 10 "http://127.0.0.1:$FBD_PORT/v1/chat/completions"
+	else
+		curl -s -o /dev/null -H 'Content-Type: application/json' -d "$CALL_BODY" --max-time 10 "http://127.0.0.1:$FBD_PORT/v1/routes/intent/call"
+	fi
 	threads0=$(bench_threads "$FBD")
 	rss0=$(bench_rss_kb "$FBD")
 	cpu0=$(bench_cpu_us "$FBD")
@@ -152,8 +180,10 @@ level() { # calls judge(0|1) path(h1|h2)
 		sleep 0.3
 		wc -l <"$nlog" >"$nlog.mark" 2>/dev/null || echo 0 >"$nlog.mark"
 	fi
-	"$holdcalls" --port "$FBD_PORT" -n "$n" --body "$CALL_BODY" --timeout-ms $((budget + 5000)) \
-		--max-s 60 --late-ms "$budget" --expect-source llm --csv "$tmp/calls.$n.csv" >"$tmp/hold.out" 2>&1 &
+	rm -f "$mark"
+	"$holdcalls" --port "$FBD_PORT" -n "$n" "${how[@]}" --timeout-ms $((budget + 5000)) \
+		--max-s 60 --late-ms "$budget" --expect-source llm --csv "$tmp/calls.$n.$api.csv" \
+		--held-file "$mark" >"$tmp/hold.out" 2>&1 &
 	HOLD=$!
 	BENCH_PIDS+=("$HOLD")
 	tmin=$threads0 tmax=$threads0 rssmax=$rss0 fdmax=0
@@ -164,13 +194,21 @@ level() { # calls judge(0|1) path(h1|h2)
 		[ "$t" -gt "$tmax" ] && tmax=$t
 		[ "$r" -gt "$rssmax" ] && rssmax=$r
 		[ "$f" -gt "$fdmax" ] && fdmax=$f
+		# every request written, no call ended yet: all n are held
+		if [ -s "$mark" ] && ! grep -q ended_after_mark "$mark" 2>/dev/null; then
+			[ "$r" -gt "$rssheld" ] && rssheld=$r
+			heldn=$((heldn + 1))
+			if [ "$heldn" = 5 ] && [ -n "${BENCH_WAIT_AT_HELD:-}" ]; then
+				$BENCH_WAIT_AT_HELD "$FBD" "$k" || true
+			fi
+		fi
 		sleep 0.2
 	done
 	wait "$HOLD" || true
 	cpu1=$(bench_cpu_us "$FBD")
 	hwm=$(bench_hwm_kb "$FBD")
 	out=$(cat "$tmp/hold.out")
-	note "$n through fuseboxd ($path): $(tr '\n' ' ' <<<"$out")"
+	note "$n through fuseboxd ($path, $api): $(tr '\n' ' ' <<<"$out")"
 	bench_stop "$FBD"
 	if command -v sqlite3 >/dev/null 2>&1; then
 		note "$n daemon's rows: $(sqlite3 "$tmp/fusebox.db" "SELECT group_concat(source || '/' || coalesce(reason, '-') || ': ' || n, ', ') FROM (SELECT source, reason, count(*) n FROM calls GROUP BY 1, 2)") | attempts: $(sqlite3 "$tmp/fusebox.db" "SELECT group_concat(outcome || ': ' || n, ', ') FROM (SELECT outcome, count(*) n FROM attempts GROUP BY 1)")"
@@ -205,6 +243,21 @@ level() { # calls judge(0|1) path(h1|h2)
 		result "$k.rss_peak_mb" "$(calc "$rssmax / 1024")" MB
 	fi
 	result "$k.rss_idle_mb" "$(calc "$rss0 / 1024")" MB
+	held=$(sed -n 's/^held_at_mark=//p' "$mark" 2>/dev/null | head -1)
+	if [ "$rssheld" -gt 0 ]; then
+		result "$k.rss_held_mb" "$(calc "$rssheld / 1024")" MB
+		kb=$(calc "($rssheld - $rss0) / $n")
+		[ "${held:-0}" -lt "$n" ] && note "$n ($path, $api): only ${held:-0} calls were open when the last request went out"
+	else
+		kb=nan
+		note "$n ($path, $api): no RSS sample while all calls were held"
+	fi
+	KB_CALL[$path.$api.$n]=$kb
+	if [ "$path" = h2 ]; then
+		target "$k.kb_per_call" "$kb" KiB le 24
+	else
+		result "$k.kb_per_call" "$kb" KiB
+	fi
 	result "$k.fds_peak" "$fdmax" fds
 	result "$k.cpu_per_call_us" "$(calc "($cpu1 - $cpu0) / $n")" us
 	note "load after level $n ($path): $(bench_load)"
@@ -225,6 +278,14 @@ for n in $levels; do
 done
 if [ "$h2" = 1 ]; then
 	for n in $h2_levels; do
-		level "$n" "$([ "$n" = "$calls" ] && echo 1 || echo 0)" h2
+		for a in $apis; do
+			level "$n" "$([ "$n" = "$calls" ] && echo 1 || echo 0)" h2 "$a"
+		done
 	done
 fi
+# Side by side: memory per waiting call, per path and level.
+note "memory per waiting call, KiB ((RSS held - RSS idle) / N; target <= 24 on HTTP/2):"
+note "  level  | HTTP/1.1 native | HTTP/2 native | HTTP/2 facade"
+for n in $(tr ' ' '\n' <<<"$levels $h2_levels" | grep . | sort -nu); do
+	note "$(printf '  %-6s | %-15s | %-13s | %s' "$n" "${KB_CALL[h1.call.$n]:--}" "${KB_CALL[h2.call.$n]:--}" "${KB_CALL[h2.chat.$n]:--}")"
+done

@@ -260,6 +260,39 @@ START_TEST(too_many_headers_431)
 }
 END_TEST
 
+/* ---- the header block the connection's pool holds (HTTP_CONN_POOL_BYTES) ---- */
+
+static long
+state_with_header_of(size_t value_len)
+{
+	char *h = malloc(value_len + 16), url[128];
+	const char *hdrs[3] = {h, "Authorization: Bearer view-token", NULL};
+	struct http_resp r;
+	long st;
+
+	ck_assert_ptr_nonnull(h);
+	memcpy(h, "X-Pad: ", 7);
+	memset(h + 7, 'a', value_len);
+	h[7 + value_len] = '\0';
+	snprintf(url, sizeof url, "%s/v1/state", T.base);
+	ck_assert_int_eq(http_do("GET", url, NULL, hdrs, 5000, &r), 0);
+	st = r.status;
+	http_resp_free(&r);
+	free(h);
+	return st;
+}
+
+START_TEST(large_header_block_accepted_larger_431)
+{
+	start("");
+	/* ~13 KB of headers fit the 14 KiB pool; 15 KB get MHD's 431, not a hang */
+	ck_assert_int_eq(state_with_header_of(13000), 200);
+	ck_assert_int_eq(state_with_header_of(15000), 431);
+	/* and the daemon still answers */
+	ck_assert_int_eq(state_with_header_of(100), 200);
+}
+END_TEST
+
 /* ---- F11: media type, Host, Origin ---- */
 
 static long
@@ -542,6 +575,7 @@ abuse_suite(void)
 	ADD(http11_needs_one_host);
 	ADD(accepted_requests_keep_alive);
 	ADD(too_many_headers_431);
+	ADD(large_header_block_accepted_larger_431);
 	ADD(json_media_type_required);
 	ADD(host_and_origin_checked);
 	ADD(auth_and_route_before_the_body);
