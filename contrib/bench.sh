@@ -4,7 +4,7 @@
 #
 #   contrib/bench.sh [--quick] [--no-profile] [--build DIR] [NAME...]
 #
-# NAME: overhead facade waiting deadline fallback logging console hedge
+# NAME: overhead facade stream waiting deadline fallback logging console hedge
 # adaptive fleet_console profile
 # (default: all). --quick: 3 repetitions of 3 s instead of 5 of 5 s.
 # Installs nothing. Needs the Debian packages (contrib/dev.sh bench deps):
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
-all=(overhead facade waiting deadline fallback logging console hedge adaptive fleet_console)
+all=(overhead facade stream waiting deadline fallback logging console hedge adaptive fleet_console)
 [ "$profile" = 0 ] || all+=(profile)
 [ ${#names[@]} -gt 0 ] || names=("${all[@]}")
 if [ "$quick" = 1 ]; then
@@ -68,7 +68,7 @@ done
 # else compiled here directly against the build's static libraries.
 mkdir -p "$build/tests/bench"
 if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^tests/bench/holdcalls:'; then
-	ninja -C "$build" tests/bench/holdcalls tests/bench/slowupstream tests/bench/bench_rules \
+	ninja -C "$build" tests/bench/holdcalls tests/bench/slowupstream tests/bench/ssettfb tests/bench/bench_rules \
 		tests/bench/bench_lograte db/bench_store >>"$build/bench-build.log" 2>&1
 else
 	log "tests/bench is not a meson subdir yet: compiling the bench tools directly"
@@ -78,6 +78,7 @@ else
 	inc=(-Idaemon -Idb $(pkg-config --cflags libcjson))
 	$cc "${flags[@]}" -o "$build/tests/bench/holdcalls" tests/bench/holdcalls.c
 	$cc "${flags[@]}" -o "$build/tests/bench/slowupstream" tests/bench/slowupstream.c
+	$cc "${flags[@]}" -pthread -o "$build/tests/bench/ssettfb" tests/bench/ssettfb.c
 	$cc "${flags[@]}" "${inc[@]}" -o "$build/tests/bench/bench_rules" tests/bench/bench_rules.c \
 		"$build/daemon/libfbcore.a" "$build/db/libfbstore.a" $libs -lm -lpthread
 	$cc "${flags[@]}" "${inc[@]}" -o "$build/tests/bench/bench_lograte" tests/bench/bench_lograte.c \

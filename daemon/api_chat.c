@@ -147,6 +147,33 @@ fusebox_buf(struct buf *b, const struct call_answer *a)
 	buf_append(b, "}", 1);
 }
 
+/* v in decimal into out (at least 21 bytes), NUL-ended; no printf (the answer's headers). */
+static const char *
+i64_text(char *out, size_t size, int64_t v)
+{
+	char *p = out + size - 1;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+	*p = '\0';
+	do
+		*--p = (char)('0' + u % 10);
+	while ((u /= 10) != 0 && p > out + 1);
+	if (v < 0)
+		*--p = '-';
+	return p;
+}
+
+/* src into dst[size], cut to fit, after prefix (plen bytes, < size). */
+static void
+copy_cut(char *dst, size_t size, const char *prefix, size_t plen, const char *src)
+{
+	size_t n = MIN(strlen(src), size - 1 - plen);
+
+	memcpy(dst, prefix, plen);
+	memcpy(dst + plen, src, n);
+	dst[plen + n] = '\0';
+}
+
 static void
 set_retry_after(struct http_req *r, int64_t s)
 {
@@ -512,10 +539,9 @@ chat_done(struct call *c, const struct call_answer *a, void *arg)
 	fusebox_buf(&b, a);
 	buf_append(&b, "}", 1);
 	http_req_add_header(x->r, "X-Fusebox-Source", source_name(a->source));
-	snprintf(num, sizeof num, "%d", a->level);
-	http_req_add_header(x->r, "X-Fusebox-Level", num);
-	snprintf(num, sizeof num, "%lld", (long long)a->elapsed_ms);
-	http_req_add_header(x->r, "X-Fusebox-Duration-Ms", num);
+	http_req_add_header(x->r, "X-Fusebox-Level", i64_text(num, sizeof num, a->level));
+	http_req_add_header(x->r, "X-Fusebox-Duration-Ms",
+			    i64_text(num, sizeof num, a->elapsed_ms));
 	http_req_add_header(x->r, "X-Request-ID", a->request_id);
 	http_respond(x->r, 200, b.data, b.len);
 out:
@@ -603,8 +629,8 @@ handle_chat(struct http_req *r, struct engine *e)
 	x->opts = opts;
 	x->model = model;
 	x->created = clock_wall_ms() / 1000;
-	snprintf(x->id, sizeof x->id, "chatcmpl-%s", cr.request_id);
-	snprintf(x->request_id, sizeof x->request_id, "%s", cr.request_id);
+	copy_cut(x->id, sizeof x->id, "chatcmpl-", 9, cr.request_id);
+	copy_cut(x->request_id, sizeof x->request_id, "", 0, cr.request_id);
 	/* only a usage chunk of our own reads it */
 	for (m = opts.include_usage ? cr.messages->child : NULL; m; m = m->next) {
 		const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");

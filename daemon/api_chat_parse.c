@@ -265,7 +265,10 @@ api_chat_parse(const char *body, size_t len, const char *hdr_request_id, const c
 		snprintf(msg, msglen, "body: must be a JSON object");
 		goto out;
 	}
-	if (textcheck_json_utf8(o, path, sizeof path)) {
+	/* cJSON decodes \u escapes to valid UTF-8 only (a lone surrogate fails
+	 * the parse): a body that is valid UTF-8 has valid strings, so the
+	 * walk, which names the bad field, runs only for a body that is not. */
+	if (!textcheck_utf8(body, len) && textcheck_json_utf8(o, path, sizeof path)) {
 		snprintf(msg, msglen, "%s: must be valid UTF-8", path);
 		goto out;
 	}

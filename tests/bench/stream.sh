@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# stream: the streaming facade's time to first relayed byte, side by side
+# in one run. The upstream is tests/bench/ssettfb (upstream mode): every
+# request gets its headers and first chat.completion.chunk (role and the
+# first piece of content) in one write at once, the rest of the stream
+# BENCH_STREAM_REST_MS ms later (default 2). In front of it, on 127.0.0.1:
+#   haproxy  HAProxy as a reverse proxy (one thread, option http-no-delay:
+#            without it a chunked answer's first piece waits for the next,
+#            the kernel holding the MSG_MORE send)
+#   nginx    nginx as a reverse proxy (one worker, proxy_buffering off,
+#            as SSE needs)
+#   chat     fuseboxd, POST /v1/chat/completions with "stream": true (the
+#            bench config: validation, full logging)
+# ssettfb (client mode) sends the same streaming chat request at c=1 on one
+# keep-alive connection, BENCH_STREAM_N requests (default 300, after 20
+# not counted) per target per round, targets interleaved, BENCH_REPS
+# rounds; per request, the time from the request's write to the first
+# byte of the answer's body. Per round: p50(through) - p50(direct); the
+# figures are the medians over the rounds.
+# Target (issue 28): fuseboxd's added TTFB <= HAProxy's + 50 us.
+#   tests/bench/stream.sh BUILD_ROOT SOURCE_ROOT
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/lib.sh"
+bench_init "${1:-}" "${2:-}" stream
+bench_need nginx haproxy curl
+ssettfb=$build/tests/bench/ssettfb
+[ -x "$fuseboxd" ] || bench_skip "$fuseboxd is not built"
+[ -x "$ssettfb" ] || bench_skip "$ssettfb is not built (ninja -C $build tests/bench/ssettfb)"
+N=${BENCH_STREAM_N:-300}
+REST_MS=${BENCH_STREAM_REST_MS:-2}
+bench_header
+note "ssettfb client: c=1, one keep-alive connection, $N requests per target per round (after 20 not counted), $BENCH_REPS rounds; upstream sends the rest ${REST_MS} ms after the first chunk; figures are medians over the rounds"
+
+BODY='{"model":"intent","stream":true,"messages":[{"role":"user","content":"Hello, I ordered shoes last week and they arrived damaged. I want my money back, please tell me how to return them."}]}'
+
+bench_spawn UP UP_PORT "$tmp/upstream.log" "$ssettfb" upstream --rest-ms "$REST_MS" --max-s 900
+
+HAP_PORT=$(bench_free_port)
+mkdir -p "$tmp/haproxy"
+cat >"$tmp/haproxy/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 4096
+defaults
+	mode http
+	no log
+	option http-keep-alive
+	option http-no-delay
+	timeout connect 1s
+	timeout server 6s
+	timeout client 30s
+	timeout http-keep-alive 300s
+	retries 1
+frontend fe
+	bind 127.0.0.1:$HAP_PORT
+	default_backend upstream
+backend upstream
+	http-reuse always
+	server up 127.0.0.1:$UP_PORT
+EOF
+haproxy -c -q -f "$tmp/haproxy/haproxy.cfg" >/dev/null 2>"$tmp/haproxy/check.log" ||
+	{ cat "$tmp/haproxy/check.log" >&2; exit 1; }
+haproxy -db -f "$tmp/haproxy/haproxy.cfg" >"$tmp/haproxy/log" 2>&1 </dev/null &
+HAP=$!
+BENCH_PIDS+=("$HAP")
+
+PXY_PORT=$(bench_free_port)
+d=$tmp/nginx-proxy
+mkdir -p "$d/logs"
+cat >"$d/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+master_process on;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $d/body;
+	proxy_temp_path $d/proxy;
+	fastcgi_temp_path $d/fastcgi;
+	uwsgi_temp_path $d/uwsgi;
+	scgi_temp_path $d/scgi;
+	keepalive_requests 100000000;
+	keepalive_timeout 300s;
+	upstream up {
+		server 127.0.0.1:$UP_PORT max_fails=0;
+		keepalive 128;
+		keepalive_requests 100000000;
+	}
+	server {
+		listen 127.0.0.1:$PXY_PORT;
+		location / {
+			proxy_pass http://up;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+			proxy_buffering off;
+			proxy_connect_timeout 1s;
+			proxy_read_timeout 6s;
+			proxy_next_upstream error timeout;
+			proxy_next_upstream_tries 2;
+		}
+	}
+}
+EOF
+bench_nginx_spawn PXY "$d" curl -sf -o /dev/null -X POST -d '{}' "http://127.0.0.1:$PXY_PORT/v1/chat/completions"
+
+bench_config "$tmp/fusebox.json" "http://127.0.0.1:$UP_PORT/v1/chat/completions"
+bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
+
+declare -A port
+port[direct]=$UP_PORT port[haproxy]=$HAP_PORT port[nginx]=$PXY_PORT port[chat]=$FBD_PORT
+targets=(direct haproxy nginx chat)
+
+# Each relays a whole stream: the model's content, ending in [DONE].
+for t in "${targets[@]}"; do
+	a=$(curl -sN --max-time 5 -H 'Content-Type: application/json' -d "$BODY" \
+		"http://127.0.0.1:${port[$t]}/v1/chat/completions" || true)
+	grep -q 'customer wants a refund' <<<"$a" && grep -q '^data: \[DONE\]' <<<"$a" ||
+		{ echo "bench: $t: unexpected stream: $a" >&2; exit 1; }
+done
+
+ttfb_run() { # OUTVAR target
+	local -n _o=$1
+	_o=$(timeout 120 "$ssettfb" client --port "${port[$2]}" --body "$BODY" --n "$N" --warm 20 || true)
+}
+
+for t in "${targets[@]}"; do
+	: >"$tmp/p50.$t" >"$tmp/p90.$t" >"$tmp/added.$t"
+done
+bad=0
+for ((rep = 1; rep <= BENCH_REPS; rep++)); do
+	line="round $rep:"
+	for t in "${targets[@]}"; do
+		ttfb_run R "$t"
+		bad=$((bad + $(kv0 errors "$R")))
+		[ "$(kv0 requests "$R")" -gt 0 ] || { echo "bench: $t: no stream answered" >&2; exit 1; }
+		kv p50_us "$R" >>"$tmp/p50.$t"
+		kv p90_us "$R" >>"$tmp/p90.$t"
+		line+=" $t $(kv p50_us "$R")us;"
+	done
+	for t in "${targets[@]}"; do
+		calc "$(tail -1 "$tmp/p50.$t") - $(tail -1 "$tmp/p50.direct")" >>"$tmp/added.$t"
+	done
+	note "$line load $(bench_load)"
+done
+
+med() { bench_median <"$tmp/$1"; }
+result stream.direct.ttfb_p50_us "$(med p50.direct)" us
+result stream.direct.ttfb_p90_us "$(med p90.direct)" us
+hap=$(med added.haproxy)
+for t in haproxy nginx chat; do
+	result "stream.$t.ttfb_p50_us" "$(med p50.$t)" us
+	result "stream.$t.ttfb_p90_us" "$(med p90.$t)" us
+	result "stream.$t.added_ttfb_us" "$(med added.$t)" us
+	[ "$t" = haproxy ] && continue
+	result "stream.$t.added_ttfb_minus_haproxy_us" "$(calc "$(med added.$t) - $hap")" us
+done
+target stream.chat.added_ttfb_vs_haproxy_us "$(calc "$(med added.chat) - $hap")" us le 50
+target stream.failed_requests "$bad" requests eq 0
+note "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), nginx $(nginx -v 2>&1 | cut -d/ -f2); load after: $(bench_load)"
