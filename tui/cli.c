@@ -410,7 +410,9 @@ cli_usage(FILE *fp)
 	      "Fleet: --fleet FILE (else $FUSEBOX_FLEET; lines NAME URL [TOKEN_FILE] [GROUP])\n"
 	      "runs status, reviews and the fan-outs level, weights and breaker (these also take\n"
 	      "--group G, --hosts H1,H2, --action-id ID) over every host at once; --host NAME\n"
-	      "runs any verb on that one host.\n",
+	      "runs any verb on that one host.\n"
+	      "--prometheus URL (else $FUSEBOX_PROMETHEUS): the console's SLO screen shows the\n"
+	      "fleet's SLOs from that Prometheus (key f); the verb: slo --prometheus URL.\n",
 	      fp);
 }
 

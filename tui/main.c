@@ -25,6 +25,7 @@
 #include "fleet.h"
 #include "fleet_cli.h"
 #include "fleet_console.h"
+#include "screen_slo.h"
 
 /* Whether a verb's arguments (up to "--") name --prometheus. */
 static int
@@ -45,7 +46,7 @@ main(int argc, char **argv)
 	struct client cli;
 	struct cli_globals g = {0};
 	struct fleet fleet = {0};
-	const char *source, *env;
+	const char *source, *env, *prom = NULL;
 	char *token = NULL, *cause = NULL;
 	int i, n, rc, role, have_client = 0, werr;
 
@@ -55,6 +56,17 @@ main(int argc, char **argv)
 		if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;
+		}
+		/* The console's fleet SLOs (the SLO screen's f); `slo --prometheus` is the verb's.
+		 */
+		if (strcmp(argv[i], "--prometheus") == 0 ||
+		    strncmp(argv[i], "--prometheus=", 13) == 0) {
+			prom = argv[i][12] == '=' ? argv[i] + 13 : i + 1 < argc ? argv[++i] : NULL;
+			if (prom == NULL || prom[0] == '\0') {
+				fprintf(stderr, "fusebox: --prometheus needs a URL\n");
+				return CLI_USAGE;
+			}
+			continue;
 		}
 		rc = cli_global_flag(argc, argv, &i, &g);
 		if (rc == CLI_USAGE)
@@ -71,6 +83,15 @@ main(int argc, char **argv)
 			return CLI_USAGE;
 		argc = i + n;
 	}
+	if (prom != NULL && i < argc) {
+		fprintf(stderr, "fusebox: --prometheus URL before a verb is the console's; "
+				"for the CLI: fusebox slo --prometheus URL [ROUTE]\n");
+		return CLI_USAGE;
+	}
+	env = getenv("FUSEBOX_PROMETHEUS");
+	if (prom == NULL && env != NULL && env[0] != '\0')
+		prom = env;
+	screen_slo_prometheus(prom);
 	if (g.help || g.version) {
 		rc = CLI_OK;
 		if (g.help && i < argc)
@@ -158,6 +179,7 @@ out:
 	}
 	free(cause);
 	fleet_free(&fleet);
+	screen_slo_fleet_stop();
 	curl_global_cleanup();
 	/* A write error is a failure (> /dev/full); a reader that went away is not. */
 	werr = fflush(stdout) != 0 ? errno : ferror(stdout) ? EIO : 0;

@@ -812,3 +812,61 @@ prom_slo_print(FILE *fp, const char *url, const char *route, int json, long time
 	prom_slo_free(s);
 	return 0;
 }
+
+/* ---- the console's fleet mode (screen_slo.c) ---- */
+
+int
+prom_slo_history(const char *url, const char *route, int kind, const char *window, int64_t start_ms,
+		 int64_t end_ms, int64_t step_ms, long timeout_ms, struct prom_result *out,
+		 char **cause)
+{
+	char *q = route != NULL ? promql_quote(route) : NULL, *expr;
+	int rc;
+
+	expr = xasprintf(REC_AVAIL "%s{%s%s%skind=\"%s\"}", window, q ? "route=\"" : "", q ? q : "",
+			 q ? "\"," : "",
+			 kind_names[kind == PROM_SLO_SMART ? PROM_SLO_SMART : PROM_SLO_SERVICE]);
+	rc = prom_query_range(url, expr, start_ms, end_ms, step_ms, timeout_ms, out, cause);
+	free(expr);
+	free(q);
+	return rc;
+}
+
+void
+prom_slo_alerts_text(const struct prom_slo_route *r, char *out, size_t outsz)
+{
+	alerts_text(r, out, outsz);
+}
+
+void
+prom_slo_levels_text(const struct prom_slo_route *r, char *out, size_t outsz)
+{
+	levels_text(r, out, outsz);
+}
+
+void
+prom_burn_text(char *out, size_t outsz, double v)
+{
+	burn_text(out, outsz, v);
+}
+
+void
+prom_status_text(char *out, size_t outsz, const char *url, int fetching, const char *err,
+		 int64_t err_since_wall, int64_t ok_wall, int64_t now_wall)
+{
+	char since[32], ago[32];
+
+	if (err != NULL && err[0] != '\0') {
+		if (strncmp(err, "Prometheus unreachable: ", 24) == 0)
+			err += 24;
+		fmt_clock(since, sizeof since, err_since_wall, now_wall);
+		snprintf(out, outsz, "prometheus unreachable since %s (%s)", since, err);
+	} else if (ok_wall <= 0) {
+		snprintf(out, outsz, "fetching%s from %s", fmt_is_ascii() ? "..." : "\xe2\x80\xa6",
+			 url);
+	} else {
+		fmt_duration(ago, sizeof ago, now_wall - ok_wall, 0);
+		snprintf(out, outsz, "prometheus %s: updated %s ago%s", url, ago,
+			 fetching ? ", fetching" : "");
+	}
+}

@@ -140,3 +140,26 @@ void prom_slo_free(struct prom_slo *s);
  */
 int prom_slo_print(FILE *out, const char *url, const char *route, int json, long timeout_ms,
 		   char **cause);
+
+/* ---- the console's fleet mode (screen_slo.c) ---- */
+
+/*
+ * The recorded fleet availability of route (NULL: every route) and kind (PROM_SLO_SERVICE,
+ * PROM_SLO_SMART) over window (a prom_slo_windows[] entry) as a range
+ * query over [start_ms, end_ms] every step_ms. As prom_query_range.
+ */
+int prom_slo_history(const char *url, const char *route, int kind, const char *window,
+		     int64_t start_ms, int64_t end_ms, int64_t step_ms, long timeout_ms,
+		     struct prom_result *out, char **cause);
+/* The texts prom_slo_render() prints: firing alerts ("none"), hosts per level, a burn rate. */
+void prom_slo_alerts_text(const struct prom_slo_route *r, char *out, size_t outsz);
+void prom_slo_levels_text(const struct prom_slo_route *r, char *out, size_t outsz);
+void prom_burn_text(char *out, size_t outsz, double v);
+/*
+ * The fleet mode's status line. Pure: err (non-empty) gives "prometheus
+ * unreachable since HH:MM:SS (err)"; no answer yet (ok_wall <= 0)
+ * "fetching... from URL"; else "prometheus URL: updated 3s ago" (",
+ * fetching" while a refresh runs).
+ */
+void prom_status_text(char *out, size_t outsz, const char *url, int fetching, const char *err,
+		      int64_t err_since_wall, int64_t ok_wall, int64_t now_wall);

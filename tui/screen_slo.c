@@ -9,11 +9,298 @@
 #include "screen_slo.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fmt.h"
+#include "prom.h"
 #include "util.h"
+
+/*
+ * Fleet mode (f): the fleet's SLOs from Prometheus's recording rules
+ * (prom.c's queries), fetched by a worker thread every PF_EVERY_MS while
+ * the mode is shown; the UI thread only copies what it left under pf.mu.
+ */
+#define PF_EVERY_MS   5000
+#define PF_TIMEOUT_MS 4000
+#define PF_HIST_MIN   60
+
+struct pf_hist {
+	char route[64];
+	float v[PF_HIST_MIN + 1];
+	int n;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th;
+	int started;
+	char url[512];
+	int want;	      /* the mode is shown: keep it fresh */
+	int fetching;	      /* a fetch is running */
+	struct prom_slo *rep; /* last good report (worker replaces it) */
+	struct pf_hist *hist; /* 1 h of the 5m service availability per route */
+	int nhist;
+	char err[320];	   /* the last fetch's error ("" fine) */
+	int64_t err_since; /* wall ms of the first failure in a row */
+	int64_t ok_at;	   /* wall ms of the last good answer */
+	int on;		   /* UI: fleet mode shown */
+	int sel;	   /* UI: route index in rep */
+} pf = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static int64_t
+pf_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+pf_fetch_hist(const char *url, struct pf_hist **out, int *nout)
+{
+	struct prom_result r = {0};
+	struct pf_hist *h;
+	char *cause = NULL;
+	int64_t end = pf_wall_ms() / 60000 * 60000;
+	int i, j, n = 0;
+
+	*out = NULL;
+	*nout = 0;
+	if (prom_slo_history(url, NULL, PROM_SLO_SERVICE, prom_slo_windows[0],
+			     end - PF_HIST_MIN * 60000LL, end, 60000, PF_TIMEOUT_MS, &r,
+			     &cause) != 0) {
+		free(cause);
+		return;
+	}
+	h = xcalloc((size_t)(r.nseries ? r.nseries : 1), sizeof *h);
+	for (i = 0; i < r.nseries; i++) {
+		const struct prom_series *se = &r.series[i];
+		const char *route = prom_series_label(se, "route");
+
+		if (route == NULL)
+			continue;
+		snprintf(h[n].route, sizeof h[n].route, "%s", route);
+		for (j = 0; j < PF_HIST_MIN + 1; j++)
+			h[n].v[j] = NAN;
+		/* by time, so a gap stays a gap */
+		for (j = 0; j < se->npoints; j++) {
+			int64_t k = (se->points[j].t_ms - (end - PF_HIST_MIN * 60000LL)) / 60000;
+
+			if (k >= 0 && k <= PF_HIST_MIN)
+				h[n].v[k] = (float)se->points[j].v;
+		}
+		h[n].n = PF_HIST_MIN + 1;
+		n++;
+	}
+	prom_result_free(&r);
+	*out = h;
+	*nout = n;
+}
+
+static void *
+pf_worker(void *arg)
+{
+	char url[512], *cause;
+	struct prom_slo *rep, *old;
+	struct pf_hist *hist, *oldh;
+	int rc, nhist;
+
+	(void)arg;
+	pthread_mutex_lock(&pf.mu);
+	for (;;) {
+		while (!pf.want)
+			pthread_cond_wait(&pf.cv, &pf.mu);
+		snprintf(url, sizeof url, "%s", pf.url);
+		pf.fetching = 1;
+		pthread_mutex_unlock(&pf.mu);
+
+		rep = NULL;
+		cause = NULL;
+		hist = NULL;
+		nhist = 0;
+		rc = prom_slo_fetch(url, NULL, PF_TIMEOUT_MS, &rep, &cause);
+		if (rc == 0)
+			pf_fetch_hist(url, &hist, &nhist);
+
+		pthread_mutex_lock(&pf.mu);
+		pf.fetching = 0;
+		pthread_cond_broadcast(&pf.cv);
+		old = NULL;
+		oldh = NULL;
+		if (rc == 0) {
+			old = pf.rep;
+			pf.rep = rep;
+			oldh = pf.hist;
+			pf.hist = hist;
+			pf.nhist = nhist;
+			pf.err[0] = '\0';
+			pf.err_since = 0;
+			pf.ok_at = pf_wall_ms();
+		} else {
+			if (pf.err[0] == '\0')
+				pf.err_since = pf_wall_ms();
+			snprintf(pf.err, sizeof pf.err, "%s", cause ? cause : "failed");
+		}
+		pthread_mutex_unlock(&pf.mu);
+		free(cause);
+		prom_slo_free(old);
+		free(oldh);
+		pthread_mutex_lock(&pf.mu);
+		if (pf.want) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += PF_EVERY_MS / 1000;
+			pthread_cond_timedwait(&pf.cv, &pf.mu, &ts);
+		}
+	}
+	return NULL;
+}
+
+void
+screen_slo_prometheus(const char *url)
+{
+	pthread_mutex_lock(&pf.mu);
+	snprintf(pf.url, sizeof pf.url, "%s", url != NULL ? url : "");
+	pthread_mutex_unlock(&pf.mu);
+}
+
+const char *
+screen_slo_prometheus_url(void)
+{
+	return pf.url[0] ? pf.url : NULL;
+}
+
+void
+screen_slo_fleet_show(int on)
+{
+	pthread_mutex_lock(&pf.mu);
+	pf.on = on && pf.url[0];
+	pf.want = pf.on;
+	if (pf.want && !pf.started) {
+		pthread_attr_t at;
+
+		pthread_attr_init(&at);
+		pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&pf.th, &at, pf_worker, NULL) == 0)
+			pf.started = 1;
+		else
+			snprintf(pf.err, sizeof pf.err, "cannot start the fetch thread");
+		pthread_attr_destroy(&at);
+	}
+	if (pf.want)
+		pthread_cond_signal(&pf.cv);
+	pthread_mutex_unlock(&pf.mu);
+}
+
+void
+screen_slo_fleet_stop(void)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&pf.mu);
+	pf.want = 0;
+	pf.on = 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += PF_TIMEOUT_MS / 1000 * 2 + 1;
+	while (pf.fetching)
+		if (pthread_cond_timedwait(&pf.cv, &pf.mu, &ts) != 0)
+			break;
+	pthread_mutex_unlock(&pf.mu);
+}
+
+static enum colour avail_colour(double v, double objective);
+
+static const struct colspec fleet_cols[] = {
+	{"WINDOW", 6, FMT_PAD, 0, 0},	 {"CALLS", 9, FMT_RIGHT, 0, 0},
+	{"SERVICE", 8, FMT_RIGHT, 0, 0}, {"BURN", 8, FMT_RIGHT, 0, 0},
+	{"SMART", 8, FMT_RIGHT, 0, 0},	 {"BURN", 8, FMT_RIGHT, 0, 0},
+};
+
+static void
+fleet_window(const struct prom_slo_route *r, int w, int y, int cols)
+{
+	const struct prom_slo_kind *sv = &r->k[PROM_SLO_SERVICE], *sm = &r->k[PROM_SLO_SMART];
+	struct row row;
+	char t[32];
+
+	row_begin(&row, y, cols, 0, fleet_cols, (int)ARRAY_SIZE(fleet_cols));
+	row_cell(&row, C_NORMAL, prom_slo_windows[w]);
+	if (isnan(sv->calls[w]))
+		snprintf(t, sizeof t, "-");
+	else
+		snprintf(t, sizeof t, "%.0f", sv->calls[w]);
+	row_cell(&row, C_NORMAL, t);
+	fmt_pct(t, sizeof t, sv->availability[w], 2);
+	row_cell(&row, avail_colour(sv->availability[w], sv->objective), t);
+	prom_burn_text(t, sizeof t, sv->burn[w]);
+	row_cell(&row, sv->burn[w] >= 1.0 ? C_BAD : C_NORMAL, t);
+	fmt_pct(t, sizeof t, sm->availability[w], 2);
+	row_cell(&row, avail_colour(sm->availability[w], sm->objective), t);
+	prom_burn_text(t, sizeof t, sm->burn[w]);
+	row_cell(&row, sm->burn[w] >= 1.0 ? C_BAD : C_NORMAL, t);
+}
+
+void
+screen_slo_fleet_draw(int top, int rows, int cols, int64_t now_wall)
+{
+	char st[512], o1[16], o2[16], lv[96], al[1024], a1[16], a2[16], sp[256];
+	const struct prom_slo_route *r = NULL;
+	int y = top, end = top + rows, w, i, n;
+
+	pthread_mutex_lock(&pf.mu);
+	prom_status_text(st, sizeof st, pf.url, pf.fetching, pf.err, pf.err_since, pf.ok_at,
+			 now_wall);
+	ui_put(y++, 1, cols - 1, pf.err[0] ? C_BAD : C_DIM, st, 0);
+	n = pf.rep != NULL ? pf.rep->n : 0;
+	if (n > 0) {
+		pf.sel = pf.sel >= n ? n - 1 : pf.sel < 0 ? 0 : pf.sel;
+		r = &pf.rep->routes[pf.sel];
+	} else if (pf.rep != NULL && y < end) {
+		ui_put(y++, 1, cols - 1, C_DIM, "no fleet series", 0);
+	}
+	if (r != NULL && y < end) {
+		fmt_pct(o1, sizeof o1, r->k[PROM_SLO_SERVICE].objective, -1);
+		fmt_pct(o2, sizeof o2, r->k[PROM_SLO_SMART].objective, -1);
+		prom_slo_levels_text(r, lv, sizeof lv);
+		ui_printf(y++, 0, cols, C_ACCENT, 0,
+			  " %s (%d/%d) fleet: objectives service %s  smart %s  %s", r->route,
+			  pf.sel + 1, n, o1, o2, lv);
+		if (y < end)
+			ui_header(y++, cols, fleet_cols, (int)ARRAY_SIZE(fleet_cols));
+		for (w = 0; w < PROM_SLO_NWIN && y < end; w++)
+			fleet_window(r, w, y++, cols);
+		fmt_pct(a1, sizeof a1, r->k[PROM_SLO_SERVICE].budget_left, 1);
+		fmt_pct(a2, sizeof a2, r->k[PROM_SLO_SMART].budget_left, 1);
+		if (y < end)
+			ui_printf(y++, 1, cols - 1, C_NORMAL, 0,
+				  "error budget left (30d): service %s  smart %s", a1, a2);
+		for (i = 0; i < pf.nhist && y < end; i++) {
+			double obj = r->k[PROM_SLO_SERVICE].objective;
+			/* 10 budgets below 100 %: the objective at 90 % of the height */
+			double lo = isnan(obj) ? NAN : MAX(0.0, 1.0 - 10.0 * (1.0 - obj));
+
+			if (strcmp(pf.hist[i].route, r->route) != 0)
+				continue;
+			fmt_pct(a1, sizeof a1, lo, -1);
+			fmt_spark(sp, sizeof sp, pf.hist[i].v, pf.hist[i].n,
+				  MIN(PF_HIST_MIN + 1, MAX(5, cols - 40)), lo, 1.0);
+			ui_printf(y++, 1, cols - 1, C_NORMAL, 0,
+				  "service 5m, last 1h: %s (%s-100%%)", sp, a1);
+		}
+		prom_slo_alerts_text(r, al, sizeof al);
+		if (y < end)
+			ui_printf(y++, 1, cols - 1, r->nalerts ? C_BAD : C_NORMAL, 0,
+				  "fleet alerts firing: %s", al);
+	}
+	pthread_mutex_unlock(&pf.mu);
+}
 
 static struct {
 	int sel; /* route index in c->slo */
@@ -27,6 +314,7 @@ static const char *const slo_help[] = {
 	"  budget    error budget left (30 d) and the daemon's 1 h burn rate",
 	"j/k        previous / next route",
 	"/          filter the alerts",
+	"f          this daemon / the fleet (Prometheus, --prometheus URL)",
 	NULL,
 };
 
@@ -185,6 +473,10 @@ slo_draw(struct console *c, int top, int rows, int cols)
 	char lat[32], o1[16], o2[16], o3[16];
 	int y = top, i, end = top + rows;
 
+	if (pf.on) {
+		screen_slo_fleet_draw(top, rows, cols, c->now_wall);
+		return;
+	}
 	if (c->slo != NULL && c->slo->n > 0) {
 		so.sel = so.sel >= c->slo->n ? c->slo->n - 1 : so.sel < 0 ? 0 : so.sel;
 		r = &c->slo->routes[so.sel];
@@ -240,6 +532,30 @@ slo_key(struct console *c, int key)
 {
 	int n = c->slo != NULL ? c->slo->n : 0;
 
+	if (key == 'f') {
+		if (pf.url[0] == '\0') {
+			console_msg(c, 1,
+				    "fleet mode: no Prometheus (--prometheus URL or "
+				    "$FUSEBOX_PROMETHEUS)");
+			return NEXT_DONE;
+		}
+		screen_slo_fleet_show(!pf.on);
+		return NEXT_DONE;
+	}
+	if (pf.on) {
+		pthread_mutex_lock(&pf.mu);
+		n = pf.rep != NULL ? pf.rep->n : 0;
+		pthread_mutex_unlock(&pf.mu);
+		if (key == 'j' || key == FK(KEY_DOWN) || key == FK(KEY_RIGHT)) {
+			pf.sel = n ? (pf.sel + 1) % n : 0;
+			return NEXT_DONE;
+		}
+		if (key == 'k' || key == FK(KEY_UP) || key == FK(KEY_LEFT)) {
+			pf.sel = n ? (pf.sel + n - 1) % n : 0;
+			return NEXT_DONE;
+		}
+		return NEXT_PASS;
+	}
 	switch (key) {
 	case 'j':
 	case FK(KEY_DOWN):
@@ -262,5 +578,5 @@ const struct screen screen_slo = {
 	.want = FETCH_BIT(FETCH_SLO) | FETCH_BIT(FETCH_ALERTS),
 	.draw = slo_draw,
 	.key = slo_key,
-	.hints = "j/k route  / filter alerts",
+	.hints = "j/k route  / filter alerts  f fleet",
 };

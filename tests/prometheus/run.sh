@@ -24,7 +24,10 @@
 # reaches Alertmanager with route, kind, severity, source=fleet and the
 # hosts annotation naming h2, inhibits its own ticket and reaches the
 # page receiver; every expression of contrib/grafana/fusebox-fleet.json
-# parses and returns data (check_grafana.py).
+# parses and returns data (check_grafana.py); the console's SLO screen in
+# fleet mode (f, --prometheus via $FUSEBOX_PROMETHEUS) in tmux at 80x24 and
+# 200x50 shows the CLI's figures, and an unreachable Prometheus gives its
+# error line while the console keeps answering keys (needs tmux).
 #
 # Exit 0 all passed, 1 a failure, 77 skipped (prometheus, promtool,
 # prometheus-alertmanager or amtool not installed). Every wait is bounded;
@@ -596,6 +599,118 @@ if [ "${SLO[0]}" = "$FUSEBOX" ]; then
 	"$FUSEBOX" slo --prometheus "$PROM_URL" intent ticket >"$T/cli-usage.out" 2>&1
 	rc=$?
 	check cli_prometheus_usage "$([ "$rc" = 2 ]; echo $?)" "rc $rc: $(cat "$T/cli-usage.out")"
+fi
+
+# --- the console's SLO screen, fleet mode (f), in tmux ---
+# The numbers on screen are the CLI's (run just before the console starts
+# and just after the capture: each cell equals one of the two, as the
+# recording rules may evaluate in between); an unreachable Prometheus gives
+# the error line and the console keeps answering keys.
+if command -v tmux >/dev/null 2>&1 && [ -x "$FUSEBOX" ]; then
+	TMX=(tmux -L "fbprom$$" -f /dev/null)
+	pane() { "${TMX[@]}" capture-pane -p -t "$1" >"$T/pane.$1" 2>/dev/null; }
+	pane_has() { pane "$1" && grep -Eq -- "$2" "$T/pane.$1"; }
+	console() { # session cols rows prometheus-url
+		"${TMX[@]}" new-session -d -s "$1" -x "$2" -y "$3" \
+			"env LC_ALL=C.UTF-8 TERM=xterm-256color FUSEBOX_URL=$(hurl 1) FUSEBOX_TOKEN_FILE=$T/viewer.token FUSEBOX_PROMETHEUS=$4 $FUSEBOX; sleep 600"
+	}
+	for geo in 80x24 200x50; do
+		s=fleet$geo
+		"$FUSEBOX" slo --prometheus "$PROM_URL" >"$T/tui-before.$geo" 2>&1
+		console "$s" "${geo%x*}" "${geo#*x}" "$PROM_URL"
+		wait_until 10 pane_has "$s" 'f fleet'
+		"${TMX[@]}" send-keys -t "$s" 4
+		wait_until 5 pane_has "$s" 'objectives: service'
+		"${TMX[@]}" send-keys -t "$s" f
+		wait_until 15 pane_has "$s" '^ intent \(1/2\) fleet: .*3d'
+		wait_until 15 pane_has "$s" '^ +3d '
+		pane "$s"
+		cp "$T/pane.$s" "$T/tui-intent.$geo"
+		"${TMX[@]}" send-keys -t "$s" j
+		wait_until 5 pane_has "$s" '^ ticket \(2/2\) fleet'
+		wait_until 5 pane_has "$s" '^ +30d '
+		pane "$s"
+		cp "$T/pane.$s" "$T/tui-ticket.$geo"
+		"$FUSEBOX" slo --prometheus "$PROM_URL" >"$T/tui-after.$geo" 2>&1
+		# f again: this daemon's SLOs are back
+		"${TMX[@]}" send-keys -t "$s" f
+		wait_until 5 pane_has "$s" 'objectives: service 99\.9%'
+		check "tui_fleet_toggles_back_$geo" $? "$(cat "$T/pane.$s")"
+		"${TMX[@]}" kill-session -t "$s" 2>/dev/null
+		sed 's/^/#   /' "$T/tui-ticket.$geo"
+		python3 - "$geo" "$T/tui-intent.$geo" "$T/tui-ticket.$geo" "$T/tui-before.$geo" "$T/tui-after.$geo" <<'EOF'
+import re, sys
+geo, pi, pt, before, after = sys.argv[1:6]
+cols = int(geo.split("x")[0])
+WIN = ["5m", "30m", "1h", "2h", "6h", "1d", "3d", "30d"]
+
+def cli(path):
+    text = open(path).read()
+    out = {}
+    for route in ("intent", "ticket"):
+        block = text.split(route + " (fleet")[1].split("\n\n")[0]
+        rows = {l.split()[0]: l.split()[1:] for l in block.splitlines()
+                if l.split() and l.split()[0] in WIN}
+        b = re.search(r"^error budget left \(30d\): service (\S+) \(burn 1h \S+\), smart (\S+) ", block, re.M)
+        al = re.search(r"^fleet alerts firing: (.*)$", block, re.M).group(1)
+        hosts = re.search(r"; (.*hosts?.*)$", block.splitlines()[0]).group(1)
+        out[route] = (rows, b.groups(), al, hosts)
+    return out
+
+cb, ca = cli(before), cli(after)
+for route, path in (("intent", pi), ("ticket", pt)):
+    screen = open(path).read()
+    lines = screen.splitlines()
+    assert len(lines) <= int(geo.split("x")[1]) and all(len(l) <= cols for l in lines), screen
+    head = [l for l in lines if l.startswith(" %s (" % route)][0]
+    assert " fleet: objectives service 99.9%  smart 99%  " in head, head
+    tail = head.rstrip().split("smart 99%  ", 1)[1]
+    assert tail == cb[route][3] or (len(head) >= cols - 1 and cb[route][3].startswith(tail.rstrip("~…"))), (head, cb[route][3])
+    assert re.search(r"^ ?WINDOW +CALLS +SERVICE +BURN +SMART +BURN *$", screen, re.M), screen
+    rows = {l.split()[0]: l.split()[1:] for l in lines if l.split() and l.split()[0] in WIN}
+    assert list(rows) == WIN, rows
+    for w in WIN:
+        ok = rows[w] == cb[route][0].get(w) or rows[w] == ca[route][0].get(w)
+        assert ok, (route, w, rows[w], cb[route][0].get(w), ca[route][0].get(w))
+    m = re.search(r"^ error budget left \(30d\): service (\S+)  smart (\S+)$", screen, re.M)
+    assert m and (m.groups() == cb[route][1] or m.groups() == ca[route][1]), (m and m.groups(), cb[route][1], ca[route][1])
+    fl = re.search(r"^ fleet alerts firing: (.*)$", screen, re.M).group(1).rstrip()
+    want = (cb[route][2], ca[route][2])
+    if len(" fleet alerts firing: " + fl) < cols - 2:
+        assert fl in want, (fl, want)
+    else:   # cut at the terminal's edge
+        assert any(w.startswith(fl.rstrip("~…")) for w in want), (fl, want)
+    sp = re.search(r"^ service 5m, last 1h: (.*) \(99%-100%\)$", screen, re.M)
+    assert sp and sp.group(1).strip(), screen
+    st = re.search(r"^ prometheus http://127\.0\.0\.1:\d+: updated \S+ ago", screen, re.M)
+    assert st, screen
+# the ticket route spends budget (h2's 503s): its service burn is above 1 somewhere
+t = {l.split()[0]: l.split()[1:] for l in open(pt).read().splitlines() if l.split() and l.split()[0] in WIN}
+assert any(float(c[2].rstrip("x")) > 1 for c in t.values() if c[2] != "-"), t
+print("#   %s: %d windows x 2 routes equal the CLI's" % (geo, len(WIN)))
+EOF
+		check "tui_fleet_mode_equals_cli_$geo" $? "before/after: $(cat "$T/tui-before.$geo")"
+	done
+
+	# Unreachable: nobody listens on that loopback port.
+	s=fleetdown
+	down=http://127.0.0.1:$(free_port)
+	console "$s" 80 24 "$down"
+	wait_until 10 pane_has "$s" 'f fleet'
+	"${TMX[@]}" send-keys -t "$s" 4 f
+	wait_until 15 pane_has "$s" '^ prometheus unreachable since [0-9]{2}:[0-9]{2}:[0-9]{2} \(cannot reach http://127\.0\.0\.1:'
+	check tui_fleet_unreachable_error_line $? "$(cat "$T/pane.$s")"
+	# keys still answer: j does nothing harmful, 1 shows the Overview, 4 f the line again
+	"${TMX[@]}" send-keys -t "$s" j 1
+	overview() { pane "$1" && ! grep -q 'prometheus unreachable' "$T/pane.$1" && ! grep -q 'f fleet' "$T/pane.$1"; }
+	wait_until 5 overview "$s"
+	check tui_fleet_unreachable_keys_answer $? "$(cat "$T/pane.$s")"
+	"${TMX[@]}" send-keys -t "$s" 4
+	wait_until 5 pane_has "$s" '^ prometheus unreachable since'
+	check tui_fleet_unreachable_stays_on_screen $? "$(cat "$T/pane.$s")"
+	"${TMX[@]}" kill-server 2>/dev/null
+else
+	echo "# SKIP the console's fleet mode: tmux or $FUSEBOX missing"
 fi
 
 # --- the Grafana dashboard's expressions, on this Prometheus ---

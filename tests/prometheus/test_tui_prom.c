@@ -3,7 +3,8 @@
  * parsed (vector, matrix, scalar, string; NaN and Inf values; labels sorted),
  * Prometheus's errors kept with their errorType, other servers' answers
  * named as such, and the fleet SLO report built from canned answers and
- * rendered (table and JSON) exactly. The real thing is tests/prometheus/run.sh.
+ * rendered (table and JSON) exactly; the console fleet mode's status line.
+ * The real thing is tests/prometheus/run.sh.
  */
 #include <check.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -337,6 +339,37 @@ START_TEST(test_slo_no_series)
 }
 END_TEST
 
+/* The SLO screen's fleet mode status line: fetching, fresh, failing. */
+START_TEST(test_status_text)
+{
+	/* 2026-12-02 14:00:10 UTC */
+	const int64_t now = 1796220010000LL;
+	char out[512], want[512];
+
+	setenv("TZ", "UTC", 1);
+	tzset();
+	prom_status_text(out, sizeof out, "http://p:9090", 1, NULL, 0, 0, now);
+	snprintf(want, sizeof want, "fetching%s from http://p:9090",
+		 fmt_is_ascii() ? "..." : "\xe2\x80\xa6");
+	ck_assert_str_eq(out, want);
+	prom_status_text(out, sizeof out, "http://p:9090", 0, "", 0, now - 3000, now);
+	ck_assert_str_eq(out, "prometheus http://p:9090: updated 3s ago");
+	prom_status_text(out, sizeof out, "http://p:9090", 1, "", 0, now - 3000, now);
+	ck_assert_str_eq(out, "prometheus http://p:9090: updated 3s ago, fetching");
+	/* an error wins over an older good answer; the CLI's prefix is not repeated */
+	prom_status_text(out, sizeof out, "http://p:9090", 0,
+			 "Prometheus unreachable: cannot reach http://p:9090: Connection refused",
+			 now - 70000, now - 90000, now);
+	ck_assert_str_eq(out, "prometheus unreachable since 13:59:00 (cannot reach "
+			      "http://p:9090: Connection refused)");
+	prom_status_text(out, sizeof out, "http://p:9090", 0,
+			 "Prometheus at http://p:9090 refused the query \"x\": bad_data: oops",
+			 now - 1000, 0, now);
+	ck_assert_str_eq(out, "prometheus unreachable since 14:00:09 (Prometheus at "
+			      "http://p:9090 refused the query \"x\": bad_data: oops)");
+}
+END_TEST
+
 static Suite *
 tui_prom_suite(void)
 {
@@ -344,9 +377,13 @@ tui_prom_suite(void)
 		const char *name;
 		const TTest *test;
 	} cases[] = {
-		{"vector", test_vector},     {"matrix_scalar_string", test_matrix_scalar_string},
-		{"errors", test_errors},     {"slo_build_render", test_slo_build_render},
-		{"slo_json", test_slo_json}, {"slo_no_series", test_slo_no_series},
+		{"vector", test_vector},
+		{"matrix_scalar_string", test_matrix_scalar_string},
+		{"errors", test_errors},
+		{"slo_build_render", test_slo_build_render},
+		{"slo_json", test_slo_json},
+		{"slo_no_series", test_slo_no_series},
+		{"status_text", test_status_text},
 	};
 	Suite *s = suite_create("tui_prom");
 	TCase *tc;
