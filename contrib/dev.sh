@@ -28,7 +28,8 @@ PACKAGES=(meson ninja-build pkg-config gcc libc6-dev
 # clang-format: the style test (tests/style.sh); libjemalloc-dev: fuseboxd's
 # allocator (meson option jemalloc, auto).
 
-log() { printf '== %s\n' "$*" >&2; }
+t_start=$(date +%s)
+log() { printf '== [%4ds] %s\n' $(($(date +%s) - t_start)) "$*" >&2; }
 
 deps() {
 	local missing=() p
@@ -92,17 +93,14 @@ run_suites() { # dir
 	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite unit --logbase suite-unit || rc=1
 	# The Prometheus test mostly waits on Prometheus's evaluations (~2 min):
 	# test_all runs it beside the sanitizer build instead.
-	meson test -C "$dir" --print-errorlogs --num-processes 1 --suite integration \
+	# two at a time; the timing-bound ones alone (is_parallel in tests/meson.build)
+	log "integration suite ($dir/)"
+	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite integration \
 		--no-suite prometheus --logbase suite-integration || rc=1
 	# grep without -q reads everything: an early exit would SIGPIPE meson (pipefail)
 	if meson test -C "$dir" --list 2>/dev/null | grep '^fusebox:console' >/dev/null; then
 		meson test -C "$dir" --print-errorlogs --num-processes 1 --suite console \
 			--logbase suite-console || rc=1
-	fi
-	# The fuzz targets are sanitizer builds of their own: run them once.
-	if [ "$dir" = build ]; then
-		meson test -C "$dir" --print-errorlogs --num-processes 1 --suite fuzz \
-			--logbase suite-fuzz || rc=1
 	fi
 	return $rc
 }
@@ -136,13 +134,22 @@ test_all() {
 	setup build
 	ninja -C build
 	run_suites build || rc=1
-	log "prometheus test (build/), beside the sanitizer build"
+	# Beside the sanitizer build: the Prometheus test (it mostly waits on
+	# Prometheus's evaluations, ~2 min) and the brief fuzz run (libFuzzer
+	# targets, sanitizer builds of their own, 8 s each): neither asserts
+	# on timings of its own.
+	log "prometheus test and brief fuzz run (build/), beside the sanitizer build"
 	meson test -C build --print-errorlogs --num-processes 1 --suite prometheus \
 		--logbase suite-prometheus >build/meson-logs/prometheus.out 2>&1 &
 	local prom=$!
+	meson test -C build --print-errorlogs --num-processes 1 --suite fuzz \
+		--logbase suite-fuzz >build/meson-logs/fuzz.out 2>&1 &
+	local fuzz=$!
 	log "sanitizer build (build-asan/, address,undefined)"
 	setup build-asan -Db_sanitize=address,undefined -Db_lundef=false
 	ninja -C build-asan
+	wait "$fuzz" || rc=1
+	cat build/meson-logs/fuzz.out
 	wait "$prom" || rc=1
 	cat build/meson-logs/prometheus.out
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
