@@ -188,33 +188,43 @@ on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
  * (blanks and CR LF trimmed, cut to 256 bytes) kept in a->rec, the last
  * one of a repeated name.
  */
+/* A recorded header's value (name and trimmed value of one line). */
 static void
-record_header(struct attempt *a, const char *ptr, size_t n)
+record_header(struct attempt *a, const char *name, size_t name_len, const char *v, size_t len)
 {
-	const char *colon = memchr(ptr, ':', n);
-	size_t name_len, off, len;
 	int i;
 
-	if (colon == NULL)
-		return;
-	name_len = (size_t)(colon - ptr);
 	for (i = 0; i < a->rec_cfg->nrecord_headers; i++) {
 		const char *want = a->rec_cfg->record_headers[i];
 
-		if (strlen(want) != name_len || strncasecmp(want, ptr, name_len) != 0)
+		if (strlen(want) != name_len || strncasecmp(want, name, name_len) != 0)
 			continue;
-		off = name_len + 1;
-		while (off < n && (ptr[off] == ' ' || ptr[off] == '\t'))
-			off++;
-		len = n - off;
-		while (len && (ptr[off + len - 1] == '\r' || ptr[off + len - 1] == '\n' ||
-			       ptr[off + len - 1] == ' ' || ptr[off + len - 1] == '\t'))
-			len--;
 		len = MIN(len, (size_t)CONFIG_RECORD_HEADER_NAME_MAX);
-		memcpy(a->rec[i], ptr + off, len);
+		memcpy(a->rec[i], v, len);
 		a->rec[i][len] = '\0';
 		return;
 	}
+}
+
+/* "Name: value\r\n" split once: the name, and the value without blanks and CR LF around it. */
+static int
+header_split(const char *ptr, size_t n, size_t *name_len, const char **v, size_t *len)
+{
+	const char *colon = memchr(ptr, ':', n);
+	size_t off;
+
+	if (colon == NULL)
+		return -1;
+	*name_len = (size_t)(colon - ptr);
+	off = *name_len + 1;
+	while (off < n && (ptr[off] == ' ' || ptr[off] == '\t'))
+		off++;
+	*len = n - off;
+	while (*len && (ptr[off + *len - 1] == '\r' || ptr[off + *len - 1] == '\n' ||
+			ptr[off + *len - 1] == ' ' || ptr[off + *len - 1] == '\t'))
+		(*len)--;
+	*v = ptr + off;
+	return 0;
 }
 
 static size_t
@@ -223,11 +233,17 @@ on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 	struct attempt *a = userdata;
 	size_t n = size * nmemb;
 
-	if (a->rec != NULL && !(n >= 5 && strncmp(ptr, "HTTP/", 5) == 0))
-		record_header(a, ptr, n);
-	if (n > 6 && (ptr[0] == 'x' || ptr[0] == 'X' || ptr[0] == 'r' || ptr[0] == 'R'))
-		gate_header(&a->b->gate, clock_mono_ms(), ptr, n);
-	if (n >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
+	const char *v = NULL;
+	size_t name_len = 0, vlen = 0;
+	int status_line = n >= 5 && strncmp(ptr, "HTTP/", 5) == 0;
+
+	if (!status_line && header_split(ptr, n, &name_len, &v, &vlen) == 0) {
+		if (a->rec != NULL)
+			record_header(a, ptr, name_len, v, vlen);
+		if (n > 6 && (ptr[0] == 'x' || ptr[0] == 'X' || ptr[0] == 'r' || ptr[0] == 'R'))
+			gate_header(&a->b->gate, clock_mono_ms(), ptr, name_len, v, vlen);
+	}
+	if (status_line) {
 		const char *sp = memchr(ptr, ' ', n);
 
 		a->status = sp ? strtol(sp + 1, NULL, 10) : 0;
@@ -235,16 +251,10 @@ on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
 		a->json_type = 1;
 		if (a->rec != NULL)
 			memset(a->rec, 0, (size_t)a->rec_cfg->nrecord_headers * sizeof *a->rec);
-	} else if (n >= 12 && strncasecmp(ptr, "Retry-After:", 12) == 0) {
-		size_t off = 12, len;
+	} else if (v != NULL && name_len == 11 && strncasecmp(ptr, "Retry-After", 11) == 0) {
+		size_t len = MIN(vlen, sizeof a->retry_after - 1);
 
-		while (off < n && (ptr[off] == ' ' || ptr[off] == '\t'))
-			off++;
-		len = n - off;
-		while (len && (ptr[off + len - 1] == '\r' || ptr[off + len - 1] == '\n'))
-			len--;
-		len = MIN(len, sizeof a->retry_after - 1);
-		memcpy(a->retry_after, ptr + off, len);
+		memcpy(a->retry_after, v, len);
 		a->retry_after[len] = '\0';
 	} else if (n >= 13 && strncasecmp(ptr, "Content-Type:", 13) == 0) {
 		char ct[96];

@@ -62,22 +62,10 @@ gate_reconfigure(struct gate *g, const struct backend_cfg *bc, struct bulkhead *
 }
 
 void
-gate_header(struct gate *g, int64_t now_ms, const char *line, size_t n)
+gate_header(struct gate *g, int64_t now_ms, const char *name, size_t name_len, const char *value,
+	    size_t value_len)
 {
-	const char *colon = memchr(line, ':', n);
-	size_t name_len, off, len;
-
-	if (colon == NULL)
-		return;
-	name_len = (size_t)(colon - line);
-	off = name_len + 1;
-	while (off < n && (line[off] == ' ' || line[off] == '\t'))
-		off++;
-	len = n - off;
-	while (len && (line[off + len - 1] == '\r' || line[off + len - 1] == '\n' ||
-		       line[off + len - 1] == ' ' || line[off + len - 1] == '\t'))
-		len--;
-	ratelimit_header(&g->rl, now_ms, line, name_len, line + off, len);
+	ratelimit_header(&g->rl, now_ms, name, name_len, value, value_len);
 }
 
 void

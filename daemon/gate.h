@@ -31,8 +31,9 @@ void gate_init(struct gate *g, const struct backend_cfg *bc, struct bulkhead *bh
 /* The backend's configuration is now bc (reload): bounds and caps follow. */
 void gate_reconfigure(struct gate *g, const struct backend_cfg *bc, struct bulkhead *bh,
 		      int64_t now_ms);
-/* One response header line of an attempt on g's backend ("Name: value\r\n"): rate-limit headers. */
-void gate_header(struct gate *g, int64_t now_ms, const char *line, size_t n);
+/* One response header of an attempt on g's backend (name and trimmed value): rate-limit headers. */
+void gate_header(struct gate *g, int64_t now_ms, const char *name, size_t name_len,
+		 const char *value, size_t value_len);
 /* A request with est_tokens (input + asked output) went to g's backend. */
 void gate_sent(struct gate *g, int64_t now_ms, int64_t est_tokens);
 /* 0: the known rate limits admit a request of est_tokens now; 1: it would be refused. */
