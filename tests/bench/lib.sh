@@ -187,6 +187,97 @@ bench_nginx_spawn() {
 	return 1
 }
 
+# bench_haproxy VAR_PID VAR_PORT UPSTREAM_PORT [OPTION...]: HAProxy as a
+# reverse proxy in front of 127.0.0.1:UPSTREAM_PORT, foreground (-db), one
+# thread like the daemon's one loop, configured in $tmp/haproxy (never the
+# system's): upstream keep-alive, one retry, connect 1 s / read 6 s, no
+# logs; each OPTION a further line of its defaults (e.g. "option
+# http-no-delay").
+bench_haproxy() {
+	local -n _hpid=$1 _hport=$2
+	local up=$3 d=$tmp/haproxy o extra=""
+	shift 3
+	for o in "$@"; do extra+=$'\t'"$o"$'\n'; done
+	_hport=$(bench_free_port)
+	mkdir -p "$d"
+	cat >"$d/haproxy.cfg" <<CFG
+global
+	nbthread 1
+	maxconn 4096
+defaults
+	mode http
+	no log
+	option http-keep-alive
+${extra}	timeout connect 1s
+	timeout server 6s
+	timeout client 30s
+	timeout http-keep-alive 300s
+	retries 1
+frontend fe
+	bind 127.0.0.1:$_hport
+	default_backend upstream
+backend upstream
+	http-reuse always
+	server up 127.0.0.1:$up
+CFG
+	haproxy -c -q -f "$d/haproxy.cfg" >/dev/null 2>"$d/check.log" ||
+		{ cat "$d/check.log" >&2; return 1; }
+	haproxy -db -f "$d/haproxy.cfg" >"$d/log" 2>&1 </dev/null &
+	_hpid=$!
+	BENCH_PIDS+=("$_hpid")
+}
+
+# bench_nginx_proxy VAR_PID VAR_PORT UPSTREAM_PORT [DIRECTIVE...]: nginx as
+# a reverse proxy in front of 127.0.0.1:UPSTREAM_PORT, its own prefix in
+# $tmp/nginx-proxy: upstream keep-alive, one retry, connect 1 s / read 6 s,
+# no access log; each DIRECTIVE a further line of its location (e.g.
+# "proxy_buffering off;").
+bench_nginx_proxy() {
+	local -n _xpid=$1 _xport=$2
+	local up=$3 d=$tmp/nginx-proxy o extra=""
+	shift 3
+	for o in "$@"; do extra+=$'\t\t\t'"$o"$'\n'; done
+	_xport=$(bench_free_port)
+	mkdir -p "$d/logs"
+	cat >"$d/nginx.conf" <<CFG
+worker_processes 1;
+daemon off;
+master_process on;
+pid $d/nginx.pid;
+error_log $d/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $d/body;
+	proxy_temp_path $d/proxy;
+	fastcgi_temp_path $d/fastcgi;
+	uwsgi_temp_path $d/uwsgi;
+	scgi_temp_path $d/scgi;
+	keepalive_requests 100000000;
+	keepalive_timeout 300s;
+	upstream up {
+		server 127.0.0.1:$up max_fails=0;
+		keepalive 128;
+		keepalive_requests 100000000;
+	}
+	server {
+		listen 127.0.0.1:$_xport;
+		location / {
+			proxy_pass http://up;
+			proxy_http_version 1.1;
+			proxy_set_header Connection "";
+${extra}			proxy_connect_timeout 1s;
+			proxy_read_timeout 6s;
+			proxy_next_upstream error timeout;
+			proxy_next_upstream_tries 2;
+		}
+	}
+}
+CFG
+	bench_nginx_spawn _xpid "$d" curl -sf -o /dev/null -X POST -d '{}' \
+		"http://127.0.0.1:$_xport/v1/chat/completions"
+}
+
 # Process CPU (utime + stime, all threads) in microseconds.
 bench_cpu_us() { # pid
 	local stat

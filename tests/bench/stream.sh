@@ -36,75 +36,9 @@ BODY='{"model":"intent","stream":true,"messages":[{"role":"user","content":"Hell
 
 bench_spawn UP UP_PORT "$tmp/upstream.log" "$ssettfb" upstream --rest-ms "$REST_MS" --max-s 900
 
-HAP_PORT=$(bench_free_port)
-mkdir -p "$tmp/haproxy"
-cat >"$tmp/haproxy/haproxy.cfg" <<EOF
-global
-	nbthread 1
-	maxconn 4096
-defaults
-	mode http
-	no log
-	option http-keep-alive
-	option http-no-delay
-	timeout connect 1s
-	timeout server 6s
-	timeout client 30s
-	timeout http-keep-alive 300s
-	retries 1
-frontend fe
-	bind 127.0.0.1:$HAP_PORT
-	default_backend upstream
-backend upstream
-	http-reuse always
-	server up 127.0.0.1:$UP_PORT
-EOF
-haproxy -c -q -f "$tmp/haproxy/haproxy.cfg" >/dev/null 2>"$tmp/haproxy/check.log" ||
-	{ cat "$tmp/haproxy/check.log" >&2; exit 1; }
-haproxy -db -f "$tmp/haproxy/haproxy.cfg" >"$tmp/haproxy/log" 2>&1 </dev/null &
-HAP=$!
-BENCH_PIDS+=("$HAP")
-
-PXY_PORT=$(bench_free_port)
-d=$tmp/nginx-proxy
-mkdir -p "$d/logs"
-cat >"$d/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-master_process on;
-pid $d/nginx.pid;
-error_log $d/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $d/body;
-	proxy_temp_path $d/proxy;
-	fastcgi_temp_path $d/fastcgi;
-	uwsgi_temp_path $d/uwsgi;
-	scgi_temp_path $d/scgi;
-	keepalive_requests 100000000;
-	keepalive_timeout 300s;
-	upstream up {
-		server 127.0.0.1:$UP_PORT max_fails=0;
-		keepalive 128;
-		keepalive_requests 100000000;
-	}
-	server {
-		listen 127.0.0.1:$PXY_PORT;
-		location / {
-			proxy_pass http://up;
-			proxy_http_version 1.1;
-			proxy_set_header Connection "";
-			proxy_buffering off;
-			proxy_connect_timeout 1s;
-			proxy_read_timeout 6s;
-			proxy_next_upstream error timeout;
-			proxy_next_upstream_tries 2;
-		}
-	}
-}
-EOF
-bench_nginx_spawn PXY "$d" curl -sf -o /dev/null -X POST -d '{}' "http://127.0.0.1:$PXY_PORT/v1/chat/completions"
+# HAProxy and nginx as reverse proxies in front of the same upstream (lib.sh).
+bench_haproxy HAP HAP_PORT $UP_PORT "option http-no-delay"
+bench_nginx_proxy PXY PXY_PORT $UP_PORT "proxy_buffering off;"
 
 bench_config "$tmp/fusebox.json" "http://127.0.0.1:$UP_PORT/v1/chat/completions"
 bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
