@@ -575,46 +575,99 @@ fleet_level(struct fleet_ctx *x, int argc, char **argv)
 	return rc;
 }
 
+int
+fleet_fanout_weights(struct fleet_fanout *fo, const char *route, const char *const *pairs, int n,
+		     const char *reason, char *err, size_t errsz)
+{
+	cJSON *o, *w;
+	char name[256], *seg, *eq;
+	int64_t v;
+	int i;
+
+	memset(fo, 0, sizeof *fo);
+	if (n < 1) {
+		snprintf(err, errsz, "weights: give BACKEND=WEIGHT at least once");
+		return -1;
+	}
+	o = cJSON_CreateObject();
+	w = cJSON_AddObjectToObject(o, "weights");
+	for (i = 0; i < n; i++) {
+		eq = strchr(pairs[i], '=');
+		if (eq == NULL || eq == pairs[i] || (size_t)(eq - pairs[i]) >= sizeof name ||
+		    parse_int64(eq + 1, &v) != 0) {
+			cJSON_Delete(o);
+			snprintf(err, errsz, "weights: \"%s\" is not BACKEND=WEIGHT", pairs[i]);
+			return -1;
+		}
+		memcpy(name, pairs[i], (size_t)(eq - pairs[i]));
+		name[eq - pairs[i]] = '\0';
+		cJSON_AddNumberToObject(w, name, (double)v);
+	}
+	if (reason != NULL && reason[0] != '\0')
+		cJSON_AddStringToObject(o, "reason", reason);
+	fo->body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	seg = client_escape(route);
+	snprintf(fo->path, sizeof fo->path, "/v1/routes/%s/weights", seg);
+	free(seg);
+	snprintf(fo->what, sizeof fo->what, "weights %s", route);
+	fo->method = "PUT";
+	fo->answer = FLEET_ANSWER_TARGETS;
+	return 0;
+}
+
+int
+fleet_fanout_breaker(struct fleet_fanout *fo, const char *backend, const char *to,
+		     const char *reason, char *err, size_t errsz)
+{
+	const char *state;
+	cJSON *o;
+	char *seg;
+
+	memset(fo, 0, sizeof *fo);
+	if (strcmp(to, "open") == 0)
+		state = WIRE_BREAKER_FORCED_OPEN;
+	else if (strcmp(to, "closed") == 0)
+		state = WIRE_BREAKER_FORCED_CLOSED;
+	else if (strcmp(to, "auto") == 0)
+		state = WIRE_BREAKER_AUTO;
+	else {
+		snprintf(err, errsz, "breaker: open, closed or auto (got \"%s\")", to);
+		return -1;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "state", state);
+	if (reason != NULL && reason[0] != '\0')
+		cJSON_AddStringToObject(o, "reason", reason);
+	fo->body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	seg = client_escape(backend);
+	snprintf(fo->path, sizeof fo->path, "/v1/backends/%s/breaker", seg);
+	free(seg);
+	snprintf(fo->what, sizeof fo->what, "breaker %s %s", backend, to);
+	fo->method = "PUT";
+	fo->answer = FLEET_ANSWER_BREAKER;
+	return 0;
+}
+
 static int
 fleet_weights(struct fleet_ctx *x, int argc, char **argv)
 {
 	struct fleet_fanout fo = {0};
 	struct args a;
-	cJSON *o, *w;
-	char name[256], *seg, *eq;
-	int64_t v;
-	int rc, i;
+	char err[512];
+	int rc;
 
 	if ((rc = cli_args_parse(argc, argv, fleet_weights_takes, NULL, &a)) != 0)
 		return rc;
 	if (a.npos < 2)
 		return cli_usage_error("usage: weights ROUTE BACKEND=WEIGHT [BACKEND=WEIGHT ...] "
 				       "[--reason R] " FANOUT_USAGE);
-	o = cJSON_CreateObject();
-	w = cJSON_AddObjectToObject(o, "weights");
-	for (i = 1; i < a.npos; i++) {
-		eq = strchr(a.pos[i], '=');
-		if (eq == NULL || eq == a.pos[i] || (size_t)(eq - a.pos[i]) >= sizeof name ||
-		    parse_int64(eq + 1, &v) != 0) {
-			cJSON_Delete(o);
-			return cli_usage_error("weights: \"%s\" is not BACKEND=WEIGHT", a.pos[i]);
-		}
-		memcpy(name, a.pos[i], (size_t)(eq - a.pos[i]));
-		name[eq - a.pos[i]] = '\0';
-		cJSON_AddNumberToObject(w, name, (double)v);
-	}
-	if (a.opt[OPT_VERB] != NULL)
-		cJSON_AddStringToObject(o, "reason", a.opt[OPT_VERB]);
-	fo.body = cJSON_PrintUnformatted(o);
-	seg = client_escape(a.pos[0]);
-	snprintf(fo.path, sizeof fo.path, "/v1/routes/%s/weights", seg);
-	free(seg);
-	snprintf(fo.what, sizeof fo.what, "weights %s", a.pos[0]);
-	fo.method = "PUT";
-	fo.answer = FLEET_ANSWER_TARGETS;
+	if (fleet_fanout_weights(&fo, a.pos[0], &a.pos[1], a.npos - 1, a.opt[OPT_VERB], err,
+				 sizeof err) != 0)
+		return cli_usage_error("%s", err);
 	rc = fanout_run(x, &a, &fo);
-	cJSON_free(fo.body);
-	cJSON_Delete(o);
+	fleet_fanout_free(&fo);
 	return rc;
 }
 
@@ -622,10 +675,8 @@ static int
 fleet_breaker(struct fleet_ctx *x, int argc, char **argv)
 {
 	struct fleet_fanout fo = {0};
-	const char *state;
 	struct args a;
-	cJSON *o;
-	char *seg;
+	char err[512];
 	int rc;
 
 	if ((rc = cli_args_parse(argc, argv, fleet_breaker_takes, NULL, &a)) != 0)
@@ -633,39 +684,16 @@ fleet_breaker(struct fleet_ctx *x, int argc, char **argv)
 	if (a.npos != 2)
 		return cli_usage_error(
 			"usage: breaker BACKEND open|closed|auto [--reason R] " FANOUT_USAGE);
-	if (strcmp(a.pos[1], "open") == 0)
-		state = WIRE_BREAKER_FORCED_OPEN;
-	else if (strcmp(a.pos[1], "closed") == 0)
-		state = WIRE_BREAKER_FORCED_CLOSED;
-	else if (strcmp(a.pos[1], "auto") == 0)
-		state = WIRE_BREAKER_AUTO;
-	else
-		return cli_usage_error("breaker: open, closed or auto (got \"%s\")", a.pos[1]);
-	o = cJSON_CreateObject();
-	cJSON_AddStringToObject(o, "state", state);
-	if (a.opt[OPT_VERB] != NULL)
-		cJSON_AddStringToObject(o, "reason", a.opt[OPT_VERB]);
-	fo.body = cJSON_PrintUnformatted(o);
-	seg = client_escape(a.pos[0]);
-	snprintf(fo.path, sizeof fo.path, "/v1/backends/%s/breaker", seg);
-	free(seg);
-	snprintf(fo.what, sizeof fo.what, "breaker %s %s", a.pos[0], a.pos[1]);
-	fo.method = "PUT";
-	fo.answer = FLEET_ANSWER_BREAKER;
+	if (fleet_fanout_breaker(&fo, a.pos[0], a.pos[1], a.opt[OPT_VERB], err, sizeof err) != 0)
+		return cli_usage_error("%s", err);
 	rc = fanout_run(x, &a, &fo);
-	cJSON_free(fo.body);
-	cJSON_Delete(o);
+	fleet_fanout_free(&fo);
 	return rc;
 }
 
 /* --- reviews (merged) --- */
 
-struct host_review {
-	int host;
-	const struct review_v *r;
-};
-
-static int
+int
 host_review_cmp(const void *a, const void *b)
 {
 	const struct host_review *x = a, *y = b;

@@ -42,6 +42,16 @@ struct fleet_fanout {
  */
 void fleet_fanout_level(struct fleet_fanout *fo, const char *route, int level, const char *reason,
 			int64_t ttl_s);
+/*
+ * The weights of route's backends: pairs[0..n) "BACKEND=WEIGHT" (PUT
+ * /v1/routes/ROUTE/weights); reason may be NULL or empty. 0, or -1 with
+ * why in err (then fo holds nothing).
+ */
+int fleet_fanout_weights(struct fleet_fanout *fo, const char *route, const char *const *pairs,
+			 int n, const char *reason, char *err, size_t errsz);
+/* backend's breaker to "open", "closed" (forced) or "auto" (PUT /v1/backends/B/breaker). */
+int fleet_fanout_breaker(struct fleet_fanout *fo, const char *backend, const char *to,
+			 const char *reason, char *err, size_t errsz);
 void fleet_fanout_free(struct fleet_fanout *fo);
 
 /*
@@ -68,3 +78,14 @@ struct fleet_result {
 int fleet_fanout_send(const struct fleet *f, struct client *const *c, const char *const *why,
 		      const int *sel, const struct fleet_fanout *fo, const char *aid,
 		      struct fleet_result *res);
+
+struct review_v;
+
+/* A review item of host `host` in a merged queue (pointer into that host's list). */
+struct host_review {
+	int host;
+	const struct review_v *r;
+};
+
+/* qsort order of a merged queue: due time (none last), then host, then id. */
+int host_review_cmp(const void *a, const void *b);

@@ -10,6 +10,9 @@
  *
  * The detail view is drawn straight from the last list snapshot; when the
  * item leaves the open queue (decided, here or elsewhere) the view says so.
+ *
+ * The rows, the forms and the requests they send are shared with the
+ * fleet console's merged queue (fleet_reviews.c; screen_reviews.h).
  */
 #include "screen_reviews.h"
 
@@ -54,6 +57,15 @@ static const struct colspec rv_cols[] = {
 	{"CONF", 5, FMT_RIGHT, 1, 0}, {"INPUT", 0, 0, 0, 20},
 };
 
+/* The fleet's merged queue: the owning host first, the claimer before the input. */
+static const struct colspec rv_cols_host[] = {
+	{"HOST", 8, FMT_PAD, 0, 0},	 {"ID", 5, FMT_RIGHT, 0, 0},
+	{"PRI", 6, FMT_PAD, 0, 0},	 {"ROUTE", 10, FMT_PAD, 0, 0},
+	{"STATE", 8, FMT_PAD, 0, 0},	 {"DUE IN", 8, FMT_RIGHT, 0, 0},
+	{"REASON", 14, FMT_PAD, 2, 0},	 {"CONF", 5, FMT_RIGHT, 1, 0},
+	{"REVIEWER", 10, FMT_PAD, 0, 0}, {"INPUT", 0, 0, 0, 12},
+};
+
 static void
 build(struct console *c)
 {
@@ -87,8 +99,7 @@ find_open(const struct console *c, int *vi)
 }
 
 static void
-due_text(const struct console *c, const struct review_v *r, char *out, size_t outsz,
-	 enum colour *col)
+due_text(int64_t now_wall, const struct review_v *r, char *out, size_t outsz, enum colour *col)
 {
 	int64_t left;
 
@@ -97,25 +108,40 @@ due_text(const struct console *c, const struct review_v *r, char *out, size_t ou
 		*col = C_NORMAL;
 		return;
 	}
-	left = r->due_at - c->now_wall;
+	left = r->due_at - now_wall;
 	fmt_duration(out, outsz, left, 0);
 	*col = r->overdue || left < 0 ? C_BAD : left < 15 * 60 * 1000 ? C_WARN : C_NORMAL;
 }
 
-static void
-draw_row(struct console *c, const struct review_v *r, int y, int cols, int sel)
+void
+review_header_draw(int y, int cols, int with_host)
+{
+	if (with_host)
+		ui_header(y, cols, rv_cols_host, (int)ARRAY_SIZE(rv_cols_host));
+	else
+		ui_header(y, cols, rv_cols, (int)ARRAY_SIZE(rv_cols));
+}
+
+void
+review_row_draw(int y, int cols, int sel, const char *host, const struct review_v *r,
+		int64_t now_wall)
 {
 	struct row row;
 	char t[64];
 	enum colour dc;
 
-	row_begin(&row, y, cols, sel, rv_cols, (int)ARRAY_SIZE(rv_cols));
+	if (host != NULL) {
+		row_begin(&row, y, cols, sel, rv_cols_host, (int)ARRAY_SIZE(rv_cols_host));
+		row_cell(&row, C_NORMAL, host);
+	} else {
+		row_begin(&row, y, cols, sel, rv_cols, (int)ARRAY_SIZE(rv_cols));
+	}
 	snprintf(t, sizeof t, "%lld", (long long)r->id);
 	row_cell(&row, C_NORMAL, t);
 	row_cell(&row, strcmp(r->priority, "high") == 0 ? C_WARN : C_NORMAL, r->priority);
 	row_cell(&row, C_NORMAL, r->route);
 	row_cell(&row, strcmp(r->state, "claimed") == 0 ? C_ACCENT : C_NORMAL, r->state);
-	due_text(c, r, t, sizeof t, &dc);
+	due_text(now_wall, r, t, sizeof t, &dc);
 	row_cell(&row, dc, t);
 	row_cell(&row, C_NORMAL, r->reason);
 	if (isnan(r->confidence))
@@ -123,6 +149,9 @@ draw_row(struct console *c, const struct review_v *r, int y, int cols, int sel)
 	else
 		snprintf(t, sizeof t, "%.2f", r->confidence);
 	row_cell(&row, C_NORMAL, t);
+	if (host != NULL)
+		row_cell(&row, r->reviewer[0] ? C_ACCENT : C_DIM,
+			 r->reviewer[0] ? r->reviewer : "-");
 	row_cell(&row, C_NORMAL, r->input ? r->input : "");
 }
 
@@ -223,7 +252,7 @@ draw_detail(struct console *c, int top, int rows, int cols)
 			  (long long)rv.open_id);
 		return;
 	}
-	due_text(c, r, due, sizeof due, &dc);
+	due_text(c->now_wall, r, due, sizeof due, &dc);
 	ui_printf(top, 0, cols, C_HEADER, 0, " review #%lld  %s  priority %s  %s  due in %s",
 		  (long long)r->id, r->route, r->priority, r->state, due);
 	if (dc == C_BAD)
@@ -269,11 +298,12 @@ reviews_draw(struct console *c, int top, int rows, int cols)
 			  c->reviews->n, c->reviews->pending, c->reviews->overdue);
 	if (c->reviews != NULL && c->reviews->overdue > 0)
 		ui_printf(top, cols - 12, 12, C_BAD, FMT_RIGHT, "%d OVERDUE ", c->reviews->overdue);
-	ui_header(top + 1, cols, rv_cols, (int)ARRAY_SIZE(rv_cols));
+	review_header_draw(top + 1, cols, 0);
 	rv.page = MAX(rows - 2, 1);
 	listsel_clamp(&rv.ls, rv.vis.n, rv.page);
 	for (i = rv.ls.top, y = top + 2; i < rv.vis.n && y < top + rows; i++, y++)
-		draw_row(c, &c->reviews->v[rv.vis.idx[i]], y, cols, i == rv.ls.sel);
+		review_row_draw(y, cols, i == rv.ls.sel, NULL, &c->reviews->v[rv.vis.idx[i]],
+				c->now_wall);
 	if (c->reviews == NULL && err == NULL)
 		ui_put(top + 2, 1, cols - 1, C_DIM, "loading ...", 0);
 	else if (rv.vis.n == 0 && c->reviews != NULL)
@@ -297,76 +327,15 @@ current(struct console *c)
 	return &c->reviews->v[rv.vis.idx[rv.ls.sel]];
 }
 
-static void
-send_decision(struct console *c, struct form *f, const char *verdict, cJSON *result)
-{
-	cJSON *o = cJSON_CreateObject();
-	char path[128], label[320], note[512];
-	char *body;
-	int i;
-
-	cJSON_AddStringToObject(o, "verdict", verdict);
-	if (result != NULL)
-		cJSON_AddItemToObject(o, "result", result);
-	for (i = 0; i < f->nfields; i++) {
-		if (strcmp(f->fields[i].label, NOTE_FIELD_LABEL) != 0)
-			continue;
-		field_get(&f->fields[i], note, sizeof note);
-		if (note[0])
-			cJSON_AddStringToObject(o, "note", note);
-	}
-	body = cJSON_PrintUnformatted(o);
-	snprintf(path, sizeof path, "/v1/reviews/%lld/decision", (long long)f->id);
-	snprintf(label, sizeof label, "%s review #%lld", verdict, (long long)f->id);
-	console_send(c, label, "POST", path, body);
-	cJSON_free(body);
-	cJSON_Delete(o);
-}
+/* The summary of a simple form, made when it opens from the item (check() has no queue). */
+static char simple_summary[sizeof((struct form *)0)->summary];
 
 static int
 simple_check(struct form *f, struct console *c)
 {
-	const struct review_v *r = NULL;
-	char conf[32];
-	int i;
-
-	for (i = 0; c->reviews != NULL && i < c->reviews->n; i++)
-		if (c->reviews->v[i].id == f->id)
-			r = &c->reviews->v[i];
-	if (r == NULL) {
-		snprintf(f->summary, sizeof f->summary, "%s review #%lld of route %s.", f->extra,
-			 (long long)f->id, f->subject);
-		return 0;
-	}
-	fmt_pct(conf, sizeof conf, r->confidence, 0);
-	/* What is decided, not only its number: the input and the model's result. */
-	snprintf(f->summary, sizeof f->summary,
-		 "%s review #%lld of route %s (%s, confidence %s).\nInput: %.300s\nResult: %.300s",
-		 f->extra, (long long)f->id, f->subject, r->reason[0] ? r->reason : "?", conf,
-		 r->input ? r->input : "-", r->result ? r->result : "-");
+	(void)c;
+	snprintf(f->summary, sizeof f->summary, "%s", simple_summary);
 	return 0;
-}
-
-static void
-approve_apply(struct form *f, struct console *c)
-{
-	send_decision(c, f, "approve", NULL);
-}
-
-static void
-reject_apply(struct form *f, struct console *c)
-{
-	send_decision(c, f, "reject", NULL);
-}
-
-static void
-claim_apply(struct form *f, struct console *c)
-{
-	char path[128], label[320];
-
-	snprintf(path, sizeof path, "/v1/reviews/%lld/claim", (long long)f->id);
-	snprintf(label, sizeof label, "claim review #%lld", (long long)f->id);
-	console_send(c, label, "POST", path, NULL);
 }
 
 /*
@@ -376,7 +345,7 @@ claim_apply(struct form *f, struct console *c)
  * and answers 400 when the result does not fit it.
  */
 static cJSON *
-correct_result(struct form *f)
+correct_result(const struct form *f)
 {
 	cJSON *o = cJSON_CreateObject(), *v;
 	char text[FIELD_TEXT_MAX * 4 + 1];
@@ -406,6 +375,7 @@ correct_check(struct form *f, struct console *c)
 	cJSON *o = correct_result(f);
 	char *text = cJSON_PrintUnformatted(o);
 
+	(void)c;
 	snprintf(f->summary, sizeof f->summary,
 		 "Correct review #%lld of route %s; the result becomes %s", (long long)f->id,
 		 f->subject, text);
@@ -414,10 +384,49 @@ correct_check(struct form *f, struct console *c)
 	return 0;
 }
 
-static void
-correct_apply(struct form *f, struct console *c)
+void
+review_request(const struct form *f, char *path, size_t pathsz, char **body, char *label,
+	       size_t labelsz)
 {
-	send_decision(c, f, "correct", correct_result(f));
+	char verdict[16], note[512];
+	cJSON *o;
+	int i;
+
+	*body = NULL;
+	if (strcmp(f->extra, "Claim") == 0) {
+		snprintf(path, pathsz, "/v1/reviews/%lld/claim", (long long)f->id);
+		snprintf(label, labelsz, "claim review #%lld", (long long)f->id);
+		return;
+	}
+	snprintf(verdict, sizeof verdict, "%s",
+		 strcmp(f->extra, "Approve") == 0  ? "approve"
+		 : strcmp(f->extra, "Reject") == 0 ? "reject"
+						   : "correct");
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "verdict", verdict);
+	if (strcmp(verdict, "correct") == 0)
+		cJSON_AddItemToObject(o, "result", correct_result(f));
+	for (i = 0; i < f->nfields; i++) {
+		if (strcmp(f->fields[i].label, NOTE_FIELD_LABEL) != 0)
+			continue;
+		field_get(&f->fields[i], note, sizeof note);
+		if (note[0])
+			cJSON_AddStringToObject(o, "note", note);
+	}
+	*body = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	snprintf(path, pathsz, "/v1/reviews/%lld/decision", (long long)f->id);
+	snprintf(label, labelsz, "%s review #%lld", verdict, (long long)f->id);
+}
+
+static void
+review_apply(struct form *f, struct console *c)
+{
+	char path[128], label[320], *body;
+
+	review_request(f, path, sizeof path, &body, label, sizeof label);
+	console_send(c, label, "POST", path, body);
+	cJSON_free(body);
 }
 
 static const char *
@@ -434,17 +443,15 @@ json_kind(const cJSON *v)
 	return "json";
 }
 
-static void
-open_correct(struct console *c, const struct review_v *r)
+static int
+form_correct(struct form *f, const struct review_v *r, char *err, size_t errsz)
 {
-	struct form f;
 	cJSON *res = r->result ? cJSON_Parse(r->result) : NULL, *it;
 	char *text;
 
-	memset(&f, 0, sizeof f);
-	snprintf(f.title, sizeof f.title, "Correct review #%lld (%s)", (long long)r->id, r->route);
-	snprintf(f.subject, sizeof f.subject, "%s", r->route);
-	f.id = r->id;
+	snprintf(f->title, sizeof f->title, "Correct review #%lld (%s)", (long long)r->id,
+		 r->route);
+	snprintf(f->extra, sizeof f->extra, "Correct");
 	if (!cJSON_IsObject(res)) {
 		cJSON_Delete(res);
 		res = NULL;
@@ -453,9 +460,9 @@ open_correct(struct console *c, const struct review_v *r)
 	{
 		struct field *fl;
 
-		if (f.nfields >= FORM_FIELDS_MAX - 1)
+		if (f->nfields >= FORM_FIELDS_MAX - 1)
 			break;
-		fl = &f.fields[f.nfields++];
+		fl = &f->fields[f->nfields++];
 		snprintf(fl->label, sizeof fl->label, "%s", it->string);
 		snprintf(fl->hint, sizeof fl->hint, "%s", json_kind(it));
 		if (cJSON_IsString(it)) {
@@ -467,38 +474,46 @@ open_correct(struct console *c, const struct review_v *r)
 		}
 	}
 	cJSON_Delete(res);
-	if (f.nfields == 0) {
-		console_msg(c, 1, "review #%lld has no result object to correct", (long long)r->id);
-		return;
+	if (f->nfields == 0) {
+		snprintf(err, errsz, "review #%lld has no result object to correct",
+			 (long long)r->id);
+		return -1;
 	}
-	snprintf(f.fields[f.nfields].label, sizeof f.fields[0].label, NOTE_FIELD_LABEL);
-	snprintf(f.fields[f.nfields].hint, sizeof f.fields[0].hint, "optional");
-	f.nfields++;
-	f.check = correct_check;
-	f.apply = correct_apply;
-	f.reopen_on_400 = 1;
-	console_form(c, &f);
+	snprintf(f->fields[f->nfields].label, sizeof f->fields[0].label, NOTE_FIELD_LABEL);
+	snprintf(f->fields[f->nfields].hint, sizeof f->fields[0].hint, "optional");
+	f->nfields++;
+	f->check = correct_check;
+	f->reopen_on_400 = 1;
+	return 0;
 }
 
-static void
-open_simple(struct console *c, const struct review_v *r, const char *verb, int with_note,
-	    void (*apply)(struct form *, struct console *))
+int
+review_form(struct form *f, const struct review_v *r, int key, char *err, size_t errsz)
 {
-	struct form f;
+	const char *verb = key == 'a' ? "Approve" : key == 'x' ? "Reject" : "Claim";
+	char conf[32];
 
-	memset(&f, 0, sizeof f);
-	snprintf(f.title, sizeof f.title, "%s review #%lld", verb, (long long)r->id);
-	snprintf(f.subject, sizeof f.subject, "%s", r->route);
-	snprintf(f.extra, sizeof f.extra, "%s", verb);
-	f.id = r->id;
-	if (with_note) {
-		snprintf(f.fields[0].label, sizeof f.fields[0].label, NOTE_FIELD_LABEL);
-		snprintf(f.fields[0].hint, sizeof f.fields[0].hint, "optional");
-		f.nfields = 1;
+	memset(f, 0, sizeof *f);
+	snprintf(f->subject, sizeof f->subject, "%s", r->route);
+	f->id = r->id;
+	f->apply = review_apply;
+	if (key == 'c')
+		return form_correct(f, r, err, errsz);
+	snprintf(f->title, sizeof f->title, "%s review #%lld", verb, (long long)r->id);
+	snprintf(f->extra, sizeof f->extra, "%s", verb);
+	if (key == 'x') {
+		snprintf(f->fields[0].label, sizeof f->fields[0].label, NOTE_FIELD_LABEL);
+		snprintf(f->fields[0].hint, sizeof f->fields[0].hint, "optional");
+		f->nfields = 1;
 	}
-	f.check = simple_check;
-	f.apply = apply;
-	console_form(c, &f);
+	fmt_pct(conf, sizeof conf, r->confidence, 0);
+	/* What is decided, not only its number: the input and the model's result. */
+	snprintf(simple_summary, sizeof simple_summary,
+		 "%s review #%lld of route %s (%s, confidence %s).\nInput: %.300s\nResult: %.300s",
+		 verb, (long long)r->id, r->route, r->reason[0] ? r->reason : "?", conf,
+		 r->input ? r->input : "-", r->result ? r->result : "-");
+	f->check = simple_check;
+	return 0;
 }
 
 static void
@@ -574,14 +589,15 @@ reviews_key(struct console *c, int key)
 	}
 	if (!console_can_operate(c))
 		return NEXT_DONE;
-	if (key == 'a')
-		open_simple(c, r, "Approve", 0, approve_apply);
-	else if (key == 'x')
-		open_simple(c, r, "Reject", 1, reject_apply);
-	else if (key == 'C')
-		open_simple(c, r, "Claim", 0, claim_apply);
-	else
-		open_correct(c, r);
+	{
+		struct form f;
+		char err[256];
+
+		if (review_form(&f, r, key, err, sizeof err) != 0)
+			console_msg(c, 1, "%s", err);
+		else
+			console_form(c, &f);
+	}
 	return NEXT_DONE;
 }
 

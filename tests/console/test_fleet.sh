@@ -6,11 +6,15 @@
 # with h3 down is 2 applied / 1 failed, exit 1, and its retry applies to
 # h3 once it is back, with the same action id in every daemon's audit
 # rows; the reviews of two daemons merged by due time, one decided on the
-# daemon that owns it; the fleet console (fusebox --fleet F, no verb) in
+# daemon that owns it; the console's merged review queue (v) at 80x24 and
+# 200x50 in the same order, an approve and a reject each landing on its
+# owner only, a claim by another reviewer shown, h3 down named; the fleet console (fusebox --fleet F, no verb) in
 # tmux at 80x24 and 200x50: host counts per level, the sums equal to the
 # daemons' own /v1/slo counters added up, the down host named with its
-# error, route -> hosts -> a host's screens -> Esc back. See lib.sh for
-# the fixture (one mock LLM for all).
+# error, route -> hosts -> a host's screens -> Esc back; from the console,
+# fan-out of a level (L / A), of weights (W, h3 down then retried) and of a
+# breaker (B, one action id in every daemon's audit). See lib.sh for the
+# fixture (one mock LLM for all).
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -46,6 +50,8 @@ for n in 1 2 3; do
 	write_config "127.0.0.1:0"
 	mv "$T/fusebox.json" "$T/h$n/fusebox.json"
 	cp "$T/tokens" "$T/h$n/tokens"
+	# another reviewer, for a claim made elsewhere than the fleet console
+	printf 'bob-token operator bob\n' >>"$T/h$n/tokens"
 	start_host "$n"
 	write_config "127.0.0.1:${HPORT[$n]}"
 	mv "$T/fusebox.json" "$T/h$n/fusebox.json"
@@ -353,6 +359,153 @@ check host_unknown $? "rc $RC: $ERR"
 frun routes
 [ "$RC" -eq 2 ] && grep -q 'not a fleet verb' <<<"$ERR"
 check not_a_fleet_verb $? "rc $RC: $ERR"
+
+# --- the merged review queue in the fleet console (v), h3 down: both daemons' open
+# items with their host, in due order (the CLI's); approve on h1 and reject on h2 from
+# the one console land on the owner only; bob's claim through h2's API shows ---
+hcall 2 intent "second look"
+hcall 2 intent "third look"
+open_q="state IN ('pending', 'claimed')"
+h2_open3() { [ "$(hdb 2 "SELECT count(*) FROM reviews WHERE $open_q")" -ge 3 ]; }
+wait_until 10 h2_open3
+n1=$(hdb 1 "SELECT count(*) FROM reviews WHERE $open_q")
+n2=$(hdb 2 "SELECT count(*) FROM reviews WHERE $open_q")
+# rq_order: the DB's open items as "HOST ID" lines, by due time, host, id
+rq_order() {
+	for n in 1 2; do hdb "$n" "SELECT due_at, 'h$n', id FROM reviews WHERE $open_q"; done |
+		sort -t'|' -k1,1n -k2,2 -k3,3n | cut -d'|' -f2,3 | tr '|' ' '
+}
+# rq_rows NAME: the view's rows as "HOST ID" lines, top to bottom
+rq_rows() { screen "$1" | awk '$1 ~ /^h[0-9]+$/ && $2 ~ /^[0-9]+$/ {print $1, $2}'; }
+# rq_select NAME HOST ID: the selection onto that row (g: the first row, then j)
+rq_select() {
+	local nth
+	nth=$(rq_rows "$1" | awk -v h="$2" -v id="$3" '$1 == h && $2 == id {print NR - 1; exit}')
+	[ -n "$nth" ] || return 1
+	keys "$1" g
+	for _ in $(seq 1 "$nth"); do keys "$1" j; done
+}
+rq_gone() { ! rq_rows "$1" | grep -q "^$2 $3\$"; } # name host id: no such row
+rq_all() { hdb "$1" "SELECT id, state, coalesce(reviewer, '') FROM reviews ORDER BY id"; }
+stop_host 3
+for size in 80x24 200x50; do
+	name=fleetrq$size
+	console_start "$name" "$size" -- --fleet "$T/fleet" --token-file "$T/op.token"
+	wait_screen "$name" 'fleet: 3 hosts, 2 answering, 1 down' 8 &&
+		screen "$name" | grep -q 'v reviews'
+	check "console_${size}_reviews_hint" $? "$(screen "$name")"
+	keys "$name" v
+	wait_screen "$name" " reviews: $((n1 + n2)) open on 2 of 3 hosts, oldest due first \\(partial\\)" 8 &&
+		screen "$name" | grep -Eq '^ ?HOST +ID +PRI +ROUTE +STATE +DUE IN .*REVIEWER +INPUT'
+	check "console_${size}_reviews_view" $? "h1 $n1 h2 $n2: $(screen "$name")"
+	wait_screen "$name" "host h3 down since [0-9:]+: cannot reach .*127\\.0\\.0\\.1:${HPORT[3]}" 4
+	check "console_${size}_reviews_h3_named" $? "$(screen "$name")"
+	[ "$(rq_rows "$name" | grep -c '^h1 ')" = "$n1" ] && [ "$(rq_rows "$name" | grep -c '^h2 ')" = "$n2" ] &&
+		[ "$n1" -ge 1 ] && [ "$n2" -ge 3 ] && ! rq_rows "$name" | grep -q '^h3 '
+	check "console_${size}_reviews_hosts" $? "h1 $n1 h2 $n2: $(screen "$name")"
+	want=$(rq_order)
+	[ "$(rq_rows "$name")" = "$want" ]
+	check "console_${size}_reviews_by_due" $? "expected
+$want
+got
+$(rq_rows "$name")"
+	[ "$(screen "$name" | wc -L)" -le "${size%x*}" ]
+	check "console_${size}_reviews_fits" $? "$(screen "$name")"
+	[ "$size" = 80x24 ] && screen "$name" >"$T/capture-reviews-$size"
+	# the help names v and the review keys, whole (its last line, q, still in the box)
+	keys "$name" '?'
+	wait_screen "$name" "v +the review queue: all hosts' open items by due time" 4 &&
+		screen "$name" | grep -Eq 'a c x C approve, correct, reject, claim' &&
+		screen "$name" | grep -Eq 'q +quit +│|q +quit +\|'
+	check "console_${size}_reviews_help" $? "$(screen "$name")"
+	keys "$name" Escape
+	wait_until 4 help_gone "$name" && screen "$name" | grep -q ' reviews: .* open on 2 of 3 hosts'
+	check "console_${size}_reviews_help_closed" $? "$(screen "$name")"
+	if [ "$size" = 200x50 ]; then
+		# approve h1's first item: h1's DB has it approved by alice, h2's rows unchanged
+		aid1=$(rq_order | awk '$1 == "h1" {print $2; exit}')
+		h2_before=$(rq_all 2)
+		rq_select "$name" h1 "$aid1"
+		keys "$name" a
+		wait_screen "$name" "Approve review #$aid1 on h1" 4
+		check console_review_approve_form $? "$(screen "$name")"
+		keys "$name" y
+		wait_screen "$name" "h1: approve review #$aid1: done" 8 &&
+			[ "$(hdb 1 "SELECT state, reviewer FROM reviews WHERE id = $aid1")" = "approved|alice" ] &&
+			[ "$(rq_all 2)" = "$h2_before" ]
+		check console_review_approved_on_h1 $? "h1 #$aid1: $(hdb 1 "SELECT state, reviewer FROM reviews WHERE id = $aid1"); h2 before
+$h2_before
+after
+$(rq_all 2)
+$(screen "$name")"
+		wait_until 4 rq_gone "$name" h1 "$aid1" && rq_rows "$name" | grep -q '^h2 '
+		check console_review_approved_gone $? "$(screen "$name")"
+		# reject h2's first item with a note: on h2 only
+		rid2=$(rq_order | awk '$1 == "h2" {print $2; exit}')
+		h1_before=$(rq_all 1)
+		rq_select "$name" h2 "$rid2"
+		keys "$name" x
+		wait_screen "$name" "Reject review #$rid2 on h2" 4
+		check console_review_reject_form $? "$(screen "$name")"
+		type_text "$name" "fleet says no"
+		keys "$name" Enter
+		wait_screen "$name" "Reject review #$rid2 of route intent" 4
+		check console_review_reject_confirm $? "$(screen "$name")"
+		keys "$name" y
+		wait_screen "$name" "h2: reject review #$rid2: done" 8 &&
+			[ "$(hdb 2 "SELECT state, reviewer, note FROM reviews WHERE id = $rid2")" = "rejected|alice|fleet says no" ] &&
+			hapi 2 GET "/v1/reviews/$rid2" | grep -Eq '"state": *"rejected"' &&
+			[ "$(rq_all 1)" = "$h1_before" ]
+		check console_review_rejected_on_h2 $? "h2 #$rid2: $(hapi 2 GET "/v1/reviews/$rid2"); h1 before
+$h1_before
+after
+$(rq_all 1)
+$(screen "$name")"
+		# correct the next h2 item: the corrected result stored on h2
+		xid2=$(rq_order | awk '$1 == "h2" {print $2; exit}')
+		rq_select "$name" h2 "$xid2"
+		keys "$name" c
+		wait_screen "$name" "Correct review #$xid2 \\(intent\\) on h2" 4
+		check console_review_correct_form $? "$(screen "$name")"
+		keys "$name" C-u
+		type_text "$name" "complaint"
+		for _ in 1 2 3 4 5 6; do
+			screen "$name" | grep -q 'the result becomes' && break
+			keys "$name" Enter
+			sleep 0.3
+		done
+		wait_screen "$name" "Correct review #$xid2 of route intent; the result becomes" 4 &&
+			screen "$name" | grep -q '"intent":"complaint"'
+		check console_review_correct_confirm $? "$(screen "$name")"
+		keys "$name" y
+		wait_screen "$name" "h2: correct review #$xid2: done" 8 &&
+			[ "$(hdb 2 "SELECT state, json_extract(corrected_result, '$.intent') FROM reviews WHERE id = $xid2")" = "corrected|complaint" ] &&
+			[ "$(rq_all 1)" = "$h1_before" ]
+		check console_review_corrected_on_h2 $? "h2 #$xid2: $(hdb 2 "SELECT state, corrected_result FROM reviews WHERE id = $xid2")
+$(screen "$name")"
+		# bob claims another h2 item through h2's API: the view shows it within a few seconds
+		cid=$(rq_order | awk '$1 == "h2" {print $2; exit}')
+		wait_screen "$name" "^ ?h2 +$cid +[a-z]+ +intent +pending " 4
+		check console_review_pending_before_claim $? "#$cid: $(screen "$name")"
+		code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer bob-token" \
+			"$(hurl 2)/v1/reviews/$cid/claim")
+		[ "${code#2}" != "$code" ] && wait_screen "$name" "^ ?h2 +$cid +[a-z]+ +intent +claimed .* bob +" 4
+		check console_review_claim_shown $? "claim $code #$cid: $(screen "$name")"
+		screen "$name" >"$T/capture-reviews-claimed-$size"
+		# Esc: the overview again
+		keys "$name" Escape
+		wait_screen "$name" 'routes: sums over the 2 answering hosts of 3' 4
+		check console_reviews_esc $? "$(screen "$name")"
+	fi
+	keys "$name" q
+	wait_screen "$name" 'EXITED-0' 4
+	check "console_${size}_reviews_quit" $? "$(screen "$name")"
+	tm kill-session -t "$name" 2>/dev/null
+done
+start_host 3
+if [ -n "${FB_FLEET_CAPTURES:-}" ]; then
+	cp "$T"/capture-reviews-* "$FB_FLEET_CAPTURES"/ 2>/dev/null || true
+fi
 frun status
 [ "$RC" -eq 0 ] && grep -q '^fleet: 3 hosts, 3 answering, 0 down$' <<<"$OUT" && ! grep -q '^DOWN' <<<"$OUT"
 check status_all_up $? "rc $RC: $OUT"
@@ -447,5 +600,89 @@ tm kill-session -t "$name" 2>/dev/null
 if [ -n "${FB_FLEET_CAPTURES:-}" ]; then
 	cp "$T"/capture-fanout-* "$FB_FLEET_CAPTURES"/ 2>/dev/null || true
 fi
+
+# --- weights and breaker fan-out from the fleet console (the CLI's builders, one path):
+# W on intent with h3 down, 2 applied / 1 failed, r once h3 is back; B on flaky-v1 (the
+# open backend preset) forced closed on all hosts, one action id in every daemon's audit ---
+# route_weight N ROUTE BACKEND: the target's weight from the daemon's GET /v1/state
+route_weight() {
+	hapi "$1" GET /v1/state | python3 -c "import json,sys
+r=[r for r in json.load(sys.stdin)['routes'] if r['name'] == '$2'][0]
+print([t for t in r['targets'] if t['backend'] == '$3'][0]['weight'])"
+}
+audit_has() { # n action-id action target-substring: exactly one such row, nothing else
+	hapi "$1" GET '/v1/audit?after=0' | python3 -c "
+import json,sys
+a=[x for x in json.load(sys.stdin)['audit'] if x['action_id']=='$2']
+assert len(a) == 1 and a[0]['action'] == '$3' and '$4' in a[0]['target'], a"
+}
+h3w=$(route_weight 3 intent primary-v2)
+hapi 2 PUT /v1/backends/flaky-v1/breaker '{"state": "forced_open", "reason": "preset"}' >/dev/null
+stop_host 3
+name=fleetwb
+console_start "$name" 200x50 -- --fleet "$T/fleet" --token-file "$T/op.token"
+wait_screen "$name" 'fleet: 3 hosts, 2 answering, 1 down' 8
+check console_weights_h3_down $? "$(screen "$name")"
+screen "$name" | grep -q 'W weights  B breaker'
+check console_weights_hint $? "$(screen "$name")"
+nth=$(screen "$name" | awk '/^ ?ROUTE /{h=NR; next} h && /^ ?[a-z]/{n++; if ($1=="intent") {print n-1; exit}}')
+for _ in $(seq 1 "${nth:-0}"); do keys "$name" j; done
+keys "$name" W
+wait_screen "$name" 'Set weights: intent on the fleet' 4
+check console_weights_form $? "$(screen "$name")"
+# a malformed pair is refused in the form
+type_text "$name" "primary-v2"
+keys "$name" Enter Enter Enter Enter
+wait_screen "$name" 'is not BACKEND=WEIGHT' 4
+check console_weights_refused $? "$(screen "$name")"
+type_text "$name" "=60 canary-v3=40"
+keys "$name" Enter Enter Enter Enter
+wait_screen "$name" 'Set weights of route intent to primary-v2=60 canary-v3=40 on 3 hosts' 4 &&
+	screen "$name" | grep -q 'h3 (down now)'
+check console_weights_confirm $? "$(screen "$name")"
+waid=$(screen "$name" | grep -o 'Action id: [0-9a-f-]*' | sed 's/Action id: //')
+keys "$name" y
+wait_screen "$name" ' 2 applied, 1 failed' 8 &&
+	screen "$name" | grep -Eq '^ ?h1 +applied' && screen "$name" | grep -Eq '^ ?h2 +applied' &&
+	screen "$name" | grep -Eq '^ ?h3 +failed: ' && screen "$name" | grep -q "action $waid"
+check console_weights_partial $? "$(screen "$name")"
+[ "$(route_weight 1 intent primary-v2)" = 60 ] && [ "$(route_weight 2 intent canary-v3)" = 40 ]
+check console_weights_state_up $? "h1 $(route_weight 1 intent primary-v2) h2 $(route_weight 2 intent canary-v3)"
+start_host 3
+[ "$(route_weight 3 intent primary-v2)" = "$h3w" ] && [ "$h3w" != 60 ]
+check console_weights_h3_untouched $? "h3 $(route_weight 3 intent primary-v2), was $h3w"
+keys "$name" r
+wait_screen "$name" ' 3 applied, 0 failed' 8 &&
+	screen "$name" | grep -Eq '^ ?h3 +applied.*\(try 2\)'
+check console_weights_retry $? "$(screen "$name")"
+for n in 1 2 3; do
+	[ "$(route_weight "$n" intent primary-v2)" = 60 ] && audit_has "$n" "$waid" weights.set intent
+	check "console_weights_h$n" $? "h$n: $(route_weight "$n" intent primary-v2) $(hapi "$n" GET '/v1/audit?after=0')"
+done
+keys "$name" Escape
+wait_screen "$name" 'routes: sums over all 3 hosts' 8
+keys "$name" B
+wait_screen "$name" 'Breaker: flaky-v1 on the fleet' 4 &&
+	screen "$name" | grep -Eq 'State +< open >'
+check console_breaker_form $? "$(screen "$name")"
+keys "$name" Right Enter
+type_text "$name" "drill"
+keys "$name" Enter Enter Enter
+wait_screen "$name" 'Breaker flaky-v1 to closed on 3 hosts \(all hosts\):' 4 &&
+	screen "$name" | grep -q 'Reason: drill'
+check console_breaker_confirm $? "$(screen "$name")"
+baid=$(screen "$name" | grep -o 'Action id: [0-9a-f-]*' | sed 's/Action id: //')
+keys "$name" y
+wait_screen "$name" ' 3 applied, 0 failed' 8 && screen "$name" | grep -q "action $baid"
+check console_breaker_applied $? "$(screen "$name")"
+for n in 1 2 3; do
+	[ -n "$baid" ] && [ "$baid" != "$waid" ] && audit_has "$n" "$baid" breaker.force flaky-v1 &&
+		hapi "$n" GET /v1/state | grep -q '"forced_closed"'
+	check "console_breaker_audit_h$n" $? "h$n: $(hapi "$n" GET '/v1/audit?after=0')"
+done
+keys "$name" q
+wait_screen "$name" 'EXITED-0' 4
+check console_wb_quit $? "$(screen "$name")"
+tm kill-session -t "$name" 2>/dev/null
 
 finish
