@@ -140,7 +140,28 @@ bench_nginx() {
 	# nginx unescapes \" inside a quoted string: write \\\" for a JSON \".
 	esc=${CANNED_REPLY//\\\"/\\\\\\\"}
 	_nport=$(bench_free_port)
-	cat >"$d/nginx.conf" <<EOF
+	{
+		bench_nginx_head "$d"
+		cat <<EOF
+	client_body_buffer_size 64k;
+	server {
+		listen 127.0.0.1:$_nport;
+		default_type application/json;
+		location / { return 200 '$esc'; }
+	}
+}
+EOF
+	} >"$d/nginx.conf"
+	bench_nginx_spawn _npid "$d" curl -s -o /dev/null -X POST -d '{}' \
+		"http://127.0.0.1:$_nport/v1/chat/completions"
+}
+
+# bench_nginx_head DIR: the first lines of an nginx.conf whose prefix is
+# DIR (one worker, foreground, no access log, temp paths and keep-alive),
+# up to inside its http block.
+bench_nginx_head() {
+	local d=$1
+	cat <<EOF
 worker_processes 1;
 daemon off;
 master_process on;
@@ -156,16 +177,7 @@ http {
 	scgi_temp_path $d/scgi;
 	keepalive_requests 100000000;
 	keepalive_timeout 300s;
-	client_body_buffer_size 64k;
-	server {
-		listen 127.0.0.1:$_nport;
-		default_type application/json;
-		location / { return 200 '$esc'; }
-	}
-}
 EOF
-	bench_nginx_spawn _npid "$d" curl -s -o /dev/null -X POST -d '{}' \
-		"http://127.0.0.1:$_nport/v1/chat/completions"
 }
 
 # bench_nginx_spawn VAR_PID DIR PROBE...: start nginx on DIR/nginx.conf in
@@ -239,22 +251,9 @@ bench_nginx_proxy() {
 	for o in "$@"; do extra+=$'\t\t\t'"$o"$'\n'; done
 	_xport=$(bench_free_port)
 	mkdir -p "$d/logs"
-	cat >"$d/nginx.conf" <<CFG
-worker_processes 1;
-daemon off;
-master_process on;
-pid $d/nginx.pid;
-error_log $d/logs/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	client_body_temp_path $d/body;
-	proxy_temp_path $d/proxy;
-	fastcgi_temp_path $d/fastcgi;
-	uwsgi_temp_path $d/uwsgi;
-	scgi_temp_path $d/scgi;
-	keepalive_requests 100000000;
-	keepalive_timeout 300s;
+	{
+		bench_nginx_head "$d"
+		cat <<CFG
 	upstream up {
 		server 127.0.0.1:$up max_fails=0;
 		keepalive 128;
@@ -274,6 +273,7 @@ ${extra}			proxy_connect_timeout 1s;
 	}
 }
 CFG
+	} >"$d/nginx.conf"
 	bench_nginx_spawn _xpid "$d" curl -sf -o /dev/null -X POST -d '{}' \
 		"http://127.0.0.1:$_xport/v1/chat/completions"
 }
