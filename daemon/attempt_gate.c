@@ -243,13 +243,16 @@ attempt_gate_start(struct attempt_gw *a, struct engine *e, CURL *easy, const str
 	a->e = e;
 	a->easy = easy;
 	timer_init(&a->t_ulbuf, "upload_buffer", attempt_timer_ulbuf, a);
-	curl_easy_setopt(a->easy, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(a->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(a->easy, CURLOPT_XFERINFODATA, a);
 	timer_init(&a->t_gate, "h2_gate", gate_timer, a);
-	if (bc->http_version != HTTP_VERSION_1_1 &&
-	    (strncmp(bc->url, "https://", 8) == 0 || e->h2c_reuse))
-		a->gate = gate_of(e, bc->url);
+	if (bc->http_version != HTTP_VERSION_1_1) {
+		/* only h2 copies the body into the upload buffer: HTTP/1.1
+		 * attempts (the common fast path) pay no progress callback */
+		curl_easy_setopt(a->easy, CURLOPT_NOPROGRESS, 0L);
+		curl_easy_setopt(a->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(a->easy, CURLOPT_XFERINFODATA, a);
+		if (strncmp(bc->url, "https://", 8) == 0 || e->h2c_reuse)
+			a->gate = gate_of(e, bc->url);
+	}
 	if (a->gate != NULL)
 		gate_submit(a);
 	else
