@@ -193,11 +193,21 @@ act_field(struct field *fl, const char *label, const char *hint)
 	fl->kind = FIELD_TEXT;
 }
 
+/* A choice field (<- -> moves), `sel` chosen first. */
+static void
+act_choice(struct field *fl, const char *label, const char *const *choices, int n, int sel)
+{
+	act_field(fl, label, "<- ->");
+	fl->kind = FIELD_CHOICE;
+	fl->choices = choices;
+	fl->nchoices = n;
+	fl->choice = sel;
+}
+
 void
 fleet_act_open(enum fleet_act_kind kind, const char *name, const int *mark)
 {
 	struct form *f = &fleet_act.form;
-	struct field *fl;
 	char marked[FIELD_TEXT_MAX];
 	size_t o = 0;
 	int i, base;
@@ -218,34 +228,15 @@ fleet_act_open(enum fleet_act_kind kind, const char *name, const int *mark)
 	} else if (kind == FLEET_ACT_BREAKER) {
 		act_field(&f->fields[0], "Backend", "name");
 		field_set(&f->fields[0], name);
-		fl = &f->fields[1];
-		memset(fl, 0, sizeof *fl);
-		snprintf(fl->label, sizeof fl->label, "State");
-		snprintf(fl->hint, sizeof fl->hint, "<- ->");
-		fl->kind = FIELD_CHOICE;
-		fl->choices = breaker_choices;
-		fl->nchoices = 3;
+		act_choice(&f->fields[1], "State", breaker_choices, 3, 0);
 		act_field(&f->fields[2], "Reason", "optional");
 	} else if (kind == FLEET_ACT_LEVEL) {
-		fl = &f->fields[0];
-		memset(fl, 0, sizeof *fl);
-		snprintf(fl->label, sizeof fl->label, "Level");
-		snprintf(fl->hint, sizeof fl->hint, "<- ->");
-		fl->kind = FIELD_CHOICE;
-		fl->choices = level_choices;
-		fl->nchoices = 4;
-		fl->choice = 2;
+		act_choice(&f->fields[0], "Level", level_choices, 4, 2);
 		act_field(&f->fields[1], "Reason", "required");
 		act_field(&f->fields[2], "TTL", "e.g. 30m; empty: none");
 	}
 	base = act_scope_field();
-	fl = &f->fields[base];
-	memset(fl, 0, sizeof *fl);
-	snprintf(fl->label, sizeof fl->label, "Scope");
-	snprintf(fl->hint, sizeof fl->hint, "<- ->");
-	fl->kind = FIELD_CHOICE;
-	fl->choices = scope_choices;
-	fl->nchoices = 3;
+	act_choice(&f->fields[base], "Scope", scope_choices, 3, 0);
 	act_field(&f->fields[base + 1], "Group / hosts", "G, or H1,H2");
 	marked[0] = '\0';
 	for (i = 0; i < fleet_fc.f->n && o < sizeof marked; i++)
