@@ -150,12 +150,10 @@ test_all() {
 	ninja -C build-asan
 	wait "$fuzz" || rc=1
 	cat build/meson-logs/fuzz.out
-	# The Prometheus test (~4 min) goes on beside the sanitizer suites.
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		run_suites build-asan || rc=1
-	log "waiting for the prometheus test"
 	wait "$prom" || rc=1
 	cat build/meson-logs/prometheus.out
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		run_suites build-asan || rc=1
 	log "totals (plain + sanitizer builds)"
 	echo "tests: $(totals build build-asan)"
 	return $rc
