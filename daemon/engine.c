@@ -511,16 +511,26 @@ engine_http_due(struct engine *e, int ready, int64_t now_us)
 	return 1;
 }
 
-/* One pass of MHD when due; then note when it wants the next without I/O. */
+/* What made the source readable since its last pass (engine_main). */
+#define HTTP_READY_IO	  1
+#define HTTP_READY_ACCEPT 2
+
+/*
+ * One pass of MHD when due; then note when it wants the next without I/O.
+ * It accepts only when the listen socket was readable: an accept that
+ * finds nothing is a syscall on every pass (three a request at c=1).
+ */
 static void
 engine_http_pass(struct engine *e, int *ready, int64_t now_us)
 {
 	int64_t to;
+	int accept;
 
 	if (e->src.run == NULL || !engine_http_due(e, *ready, now_us))
 		return;
+	accept = (*ready & HTTP_READY_ACCEPT) != 0;
 	*ready = 0;
-	e->src.run(e->src.arg);
+	e->src.run(e->src.arg, accept);
 	to = e->src.timeout_ms(e->src.arg);
 	e->http_due_us = to < 0 ? INT64_MAX : clock_mono_us() + MIN(to, 3600 * 1000) * 1000;
 }
@@ -547,7 +557,7 @@ engine_main(void *arg)
 {
 	struct engine *e = arg;
 	struct epoll_event evs[256];
-	int running, i, n, http_ready = 1;
+	int running, i, n, http_ready = HTTP_READY_IO | HTTP_READY_ACCEPT;
 
 	while (!e->stop_now) {
 		int64_t now = clock_mono_us(), next;
@@ -557,6 +567,13 @@ engine_main(void *arg)
 		run_tasks(e);
 		check_multi_info(e);
 		engine_http_pass(e, &http_ready, now);
+		/* A transfer the pass started wants libcurl's first step now (a
+		 * timer due at once): it sends in this turn, not after an empty
+		 * epoll_wait. */
+		if (timerheap_next(&e->timers) <= clock_mono_us()) {
+			timerheap_run(&e->timers, clock_mono_us());
+			check_multi_info(e);
+		}
 		engine_before_sleep(e);
 		if (engine_drained(e, now)) {
 			e->stop_now = 1;
@@ -590,7 +607,11 @@ engine_main(void *arg)
 				continue;
 			}
 			if (e->src.run && fd == e->http_fd) {
-				http_ready = 1;
+				http_ready |= HTTP_READY_IO;
+				continue;
+			}
+			if (e->src.run && fd == e->http_accept_fd) {
+				http_ready |= HTTP_READY_ACCEPT;
 				continue;
 			}
 			if (curl_fd_drop_lingering(e, fd))
@@ -622,7 +643,17 @@ engine_attach_source(struct engine *e, const struct engine_source *src)
 	ev.data.fd = src->fd;
 	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0)
 		return -errno;
-	e->http_fd = ev.data.fd;
+	if (src->accept_fd >= 0) {
+		ev.data.fd = src->accept_fd;
+		if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev) < 0) {
+			int err = -errno;
+
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, src->fd, NULL);
+			return err;
+		}
+	}
+	e->http_fd = src->fd;
+	e->http_accept_fd = src->accept_fd;
 	e->src = *src;
 	return 0;
 }
@@ -729,6 +760,7 @@ engine_create(struct config *cfg, struct store *st, struct engine **out, char **
 	e->hold->cfg = cfg;
 	e->store = st;
 	e->http_fd = -1;
+	e->http_accept_fd = -1;
 	e->epfd = -1;
 	e->evfd = -1;
 	pthread_mutex_init(&e->qlock, NULL);

@@ -127,10 +127,11 @@ struct engine_hook {
  * (or a few seconds pass).
  */
 struct engine_source {
-	int fd;
+	int fd;	       /* readable when run() has I/O to do */
+	int accept_fd; /* readable when connections wait to be accepted (-1: none) */
 	void *arg;
-	void (*run)(void *arg);
-	int64_t (*timeout_ms)(void *arg); /* < 0: no pass needed without I/O */
+	void (*run)(void *arg, int accept); /* accept: accept_fd was readable */
+	int64_t (*timeout_ms)(void *arg);   /* < 0: no pass needed without I/O */
 	int (*pending)(void *arg);
 	int (*active)(void *arg);
 	void (*quiesce)(void *arg);
@@ -200,6 +201,7 @@ struct engine {
 	int commits_pending;	/* engine_commit_later() not yet completed: the drain waits */
 	struct call *closing;	/* finished calls, reaped before sleep */
 	int http_fd;		/* MHD's epoll descriptor in epfd, -1 without HTTP */
+	int http_accept_fd;	/* the source's accept_fd in epfd, -1 without one */
 	unsigned http_batch;	/* requests read in this http_run() */
 	int64_t http_due_us;	/* MHD wants a pass by then (MHD_get_timeout) */
 	int64_t drain_until_us; /* drain: give up writing answers after this */

@@ -3,9 +3,9 @@
  * streams), run by the engine thread.
  *
  * MHD has no thread of its own: its epoll descriptor sits in the engine's
- * epoll set and the engine calls http_run() when it is readable (or MHD
- * has work pending). So a request is read, routed, handled and — when the
- * answer is known at once — written in one turn of one thread, with no
+ * epoll set, beside a set holding the listen socket, and the engine calls
+ * http_run() when either is readable (or MHD has work pending). So a request is read, routed,
+ * handled and — when the answer is known at once — written in one turn of one thread, with no
  * hand-over between threads (each hand-over cost two wake-ups on the
  * bench machine, and a scheduler slice when the other core was busy).
  *
@@ -569,15 +569,16 @@ http_start(const struct http_opts *o, struct engine *e, struct http_server **out
 	}
 	di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	s->mhd_epfd = di ? di->epoll_fd : -1;
+	/* The listen socket has an epoll set of its own beside MHD's, so the
+	 * engine knows which one woke it (http_run accepts only then). */
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
-	memset(&ev, 0, sizeof ev);
-	ev.events = EPOLLIN;
-	ev.data.fd = s->mhd_epfd;
-	if (s->mhd_epfd < 0 || s->epfd < 0 || epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->mhd_epfd, &ev)) {
+	if (s->mhd_epfd < 0 || s->epfd < 0) {
 		*cause = xasprintf("listen: libmicrohttpd has no epoll descriptor");
 		r = -ENOSYS;
 		goto out;
 	}
+	memset(&ev, 0, sizeof ev);
+	ev.events = EPOLLIN;
 	ev.data.fd = s->lfd;
 	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) != 0) {
 		*cause = xasprintf("listen: cannot watch the listen socket (%s)", strerror(errno));
@@ -618,6 +619,12 @@ http_active(struct http_server *s)
 int
 http_epoll_fd(const struct http_server *s)
 {
+	return s->mhd_epfd;
+}
+
+int
+http_accept_fd(const struct http_server *s)
+{
 	return s->epfd;
 }
 
@@ -633,7 +640,7 @@ http_pending(struct http_server *s)
 }
 
 void
-http_run(struct http_server *s)
+http_run(struct http_server *s, int accept)
 {
 	struct epoll_event ev;
 
@@ -644,12 +651,15 @@ http_run(struct http_server *s)
 		memset(&ev, 0, sizeof ev);
 		ev.events = EPOLLIN;
 		ev.data.fd = s->lfd;
-		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) == 0)
+		if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->lfd, &ev) == 0) {
 			s->lfd_off = 0;
-		else
+			accept = 1; /* what waited meanwhile, at once */
+		} else {
 			s->rearm_ms = clock_mono_ms() + 100;
+		}
 	}
-	conn_accept_all(s);
+	if (accept)
+		conn_accept_all(s);
 	conn_expire(s);
 	MHD_run(s->mhd);
 }
@@ -699,9 +709,9 @@ http_set_auth(struct http_server *s, struct tokens *t, int callers_require_token
 }
 
 static void
-src_run(void *arg)
+src_run(void *arg, int accept)
 {
-	http_run(arg);
+	http_run(arg, accept);
 }
 
 static int64_t
@@ -733,6 +743,7 @@ http_engine_source(struct http_server *s, struct engine_source *src)
 {
 	*src = (struct engine_source){
 		.fd = http_epoll_fd(s),
+		.accept_fd = http_accept_fd(s),
 		.arg = s,
 		.run = src_run,
 		.timeout_ms = src_timeout_ms,

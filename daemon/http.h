@@ -157,10 +157,13 @@ void http_quiesce(struct http_server *s);
 int http_active(struct http_server *s);
 /* MHD's epoll descriptor: readable when http_run() has work. */
 int http_epoll_fd(const struct http_server *s);
+/* An epoll set holding the listen socket: readable when connections wait. */
+int http_accept_fd(const struct http_server *s);
 /* Connections resumed since the last http_run() (answers waiting to be written). */
 int http_pending(struct http_server *s);
-/* Let MHD accept, read, call handlers and write (engine thread). */
-void http_run(struct http_server *s);
+/* Let MHD read, call handlers and write; accept too when accept (the
+ * accept set was readable). Engine thread. */
+void http_run(struct http_server *s, int accept);
 /* ms until MHD needs http_run() again even without I/O (0: now; -1: no need). */
 int64_t http_timeout_ms(struct http_server *s);
 void http_stop(struct http_server *s);

@@ -100,7 +100,7 @@ struct http_server {
 	struct tokens *tokens; /* owned; swapped under lock by http_set_auth() */
 	int active;	       /* requests between arrival and MHD's completion */
 	int resumed;	       /* connections resumed since the last http_run() */
-	int epfd; /* ours, in the engine's set: MHD's epoll descriptor and the listen socket */
+	int epfd;	       /* ours, in the engine's set beside mhd_epfd: the listen socket */
 	const struct endpoint *const *tables; /* borrowed (http_opts.tables) */
 	int ntables;
 };
