@@ -141,6 +141,20 @@ note "the daemon's RSS is one process serving both paths; threads $(bench_thread
 bench_stop "$FBD"
 
 # Instructions per request of each path (exact, not disturbed by load).
+# cg_by_object CALLGRIND_FILE REQUESTS: the instructions a request by
+# library (self cost, largest first), "libcurl 84k, libc 76k, ..."
+cg_by_object() {
+	callgrind_annotate --inclusive=no --threshold=100 "$1" 2>/dev/null |
+		awk -v n="$2" '
+		/^ *[0-9,]+ +\(.*\[.*\] *$/ {
+			v = $1; gsub(",", "", v)
+			o = $0; sub(/.*\[/, "", o); sub(/\].*/, "", o); sub(/.*\//, "", o); sub(/\.so.*/, "", o)
+			by[o] += v
+		}
+		END { for (o in by) printf "%d %s\n", by[o] / n, o }' |
+		sort -rn | head -8 | awk '{ printf "%s%s %.1fk", (NR > 1 ? ", " : ""), $2, $1 / 1000 }'
+}
+
 if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 	command -v callgrind_annotate >/dev/null 2>&1; then
 	rm -f "$tmp/fusebox.db" "$tmp/fusebox.db-wal" "$tmp/fusebox.db-shm"
@@ -167,10 +181,42 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 		total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
 		ipr[$t]=$(calc "$total / $n")
 		result "facade.$t.instructions_per_req" "${ipr[$t]}" instructions
-		note "callgrind $t: $n requests under wrk c=4"
+		note "callgrind $t: $n requests under wrk c=4; by library: $(cg_by_object "$f" "$n")"
 	done
 	[ -z "${ipr[call]:-}" ] || [ -z "${ipr[chat]:-}" ] ||
 		result facade.chat.instructions_ratio_to_call "$(calc "${ipr[chat]} / ${ipr[call]}")" x
 	bench_stop "$VG"
+	# HAProxy under the same load and count: what a relay costs in user
+	# space, beside which libraries the daemon's instructions go to.
+	bench_stop "$HAP"
+	valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$tmp/callgrind.hap" \
+		haproxy -db -f "$tmp/haproxy/haproxy.cfg" >"$tmp/valgrind-hap.log" 2>&1 </dev/null &
+	VGH=$!
+	BENCH_PIDS+=("$VGH")
+	for _ in $(seq 100); do
+		curl -s -o /dev/null -m 2 -H 'Content-Type: application/json' -d "$CHAT_BODY" "${url[haproxy]}" && break
+		sleep 0.1
+	done
+	WRK_BODY=$CHAT_BODY timeout 60 wrk -t1 -c4 -d3s --timeout 10s \
+		-s "$src/tests/bench/post.lua" "${url[haproxy]}" >/dev/null 2>&1 || true
+	callgrind_control -z "$VGH" >/dev/null
+	callgrind_control -i on "$VGH" >/dev/null
+	WRK_BODY=$CHAT_BODY timeout 90 wrk -t1 -c4 -d"$cg_secs"s --timeout 10s \
+		-s "$src/tests/bench/post.lua" "${url[haproxy]}" >"$tmp/wrk.cg" 2>&1 || true
+	callgrind_control -i off "$VGH" >/dev/null
+	callgrind_control -d haproxy "$VGH" >/dev/null
+	n=$(kv0 requests "$(wrk_parse <"$tmp/wrk.cg")")
+	f=$(ls -t "$tmp"/callgrind.hap.* 2>/dev/null | head -1)
+	if [ "$n" -gt 0 ] && [ -n "$f" ]; then
+		total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+		ipr[haproxy]=$(calc "$total / $n")
+		result facade.haproxy.instructions_per_req "${ipr[haproxy]}" instructions
+		note "callgrind haproxy: $n requests under wrk c=4; by library: $(cg_by_object "$f" "$n")"
+		for t in call chat; do
+			[ -z "${ipr[$t]:-}" ] ||
+				result "facade.$t.instructions_ratio_to_haproxy" "$(calc "${ipr[$t]} / ${ipr[haproxy]}")" x
+		done
+	fi
+	bench_stop "$VGH"
 fi
 note "load after: $(bench_load)"
