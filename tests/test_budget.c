@@ -192,6 +192,18 @@ START_TEST(test_tokens_other)
 	ck_assert_int_eq(budget_estimate_tokens("\xe4\xb8\xad", 2), 1);
 	ck_assert_int_eq(tokens("\xc0\xaf"), 1);     /* overlong */
 	ck_assert_int_eq(tokens("\xed\xa0\x80"), 2); /* surrogate */
+	/* ASCII is counted eight bytes at a time: a multibyte character
+	 * inside, at or across such a block counts as it does alone. */
+	ck_assert_int_eq(tokens("abcdefghijklmnopq\xe4\xb8\xad"
+				"123456789"),
+			 7 + 1);
+	ck_assert_int_eq(tokens("abcdefg\xe4\xb8\xad"
+				"hijklmn"),
+			 4 + 1);
+	ck_assert_int_eq(tokens("abcdefgh\xc3\xa9\xc3\xa9"
+				"abcdefgh"),
+			 4 + 1);
+	ck_assert_int_eq(tokens("abcdefghabcdefgh\xff"), 4 + 1);
 	free(e);
 	free(emoji);
 }

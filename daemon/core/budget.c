@@ -4,6 +4,8 @@
  */
 #include "budget.h"
 
+#include <string.h>
+
 #include "util.h"
 
 void
@@ -173,6 +175,20 @@ budget_estimate_tokens(const char *s, size_t len)
 	uint32_t cp;
 
 	while (p != NULL && i < len) {
+		uint64_t w = 0x80; /* the usual text: eight ASCII bytes at a time */
+
+		if (len - i >= 8)
+			memcpy(&w, p + i, 8);
+		if ((w & 0x8080808080808080ULL) == 0) {
+			ascii += 8;
+			i += 8;
+			continue;
+		}
+		if (p[i] < 0x80) { /* nor a byte below 0x80 decoded */
+			ascii++;
+			i++;
+			continue;
+		}
 		i += budget_utf8_next(p + i, len - i, &cp);
 		if (cp < 0x80)
 			ascii++;
