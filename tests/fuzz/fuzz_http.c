@@ -164,7 +164,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				quiet = 0;
 			}
 		}
-		http_run(s);
+		http_run(s, 0); /* adopted connections: nothing to accept */
 		if (later != NULL) {
 			struct http_req *r = later;
 
@@ -180,7 +180,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(sv[1]);
 	/* The client left: the connection and its request must go. */
 	for (i = 0; i < 64 && open_conns(s) > 0; i++) {
-		http_run(s);
+		http_run(s, 0); /* adopted connections: nothing to accept */
 		if (later != NULL) {
 			struct http_req *r = later;
 
