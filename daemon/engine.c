@@ -570,8 +570,9 @@ engine_main(void *arg)
 		/* A transfer the pass started wants libcurl's first step now (a
 		 * timer due at once): it sends in this turn, not after an empty
 		 * epoll_wait. */
-		if (timerheap_next(&e->timers) <= clock_mono_us()) {
-			timerheap_run(&e->timers, clock_mono_us());
+		now = clock_mono_us();
+		if (timerheap_next(&e->timers) <= now) {
+			timerheap_run(&e->timers, now);
 			check_multi_info(e);
 		}
 		engine_before_sleep(e);

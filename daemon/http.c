@@ -4,10 +4,11 @@
  *
  * MHD has no thread of its own: its epoll descriptor sits in the engine's
  * epoll set, beside a set holding the listen socket, and the engine calls
- * http_run() when either is readable (or MHD has work pending). So a request is read, routed,
- * handled and — when the answer is known at once — written in one turn of one thread, with no
- * hand-over between threads (each hand-over cost two wake-ups on the
- * bench machine, and a scheduler slice when the other core was busy).
+ * http_run() when either is readable (or MHD has work pending). So a
+ * request is read, routed, handled and — when the answer is known at once
+ * — written in one turn of one thread, with no hand-over between threads
+ * (each hand-over cost two wake-ups on the bench machine, and a scheduler
+ * slice when the other core was busy).
  *
  * Connections are accepted by http_conn.c, not by MHD: so a connection
  * over a cap gets a 503 instead of waiting in the backlog, and a
