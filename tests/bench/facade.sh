@@ -155,6 +155,33 @@ cg_by_object() {
 		sort -rn | head -8 | awk '{ printf "%s%s %.1fk", (NR > 1 ? ", " : ""), $2, $1 / 1000 }'
 }
 
+# cg_count NAME PID URL BODY OUTFILE_PREFIX [SETTLE]: NAME's user-space
+# instructions per request under callgrind (PID started with
+# --instr-atstart=no), wrk c=4 after a warm-up that is not counted; sets
+# ipr[NAME] and prints the result and the split by library. SETTLE: seconds
+# to wait before the dump (the daemon's writer commits the last rows).
+cg_count() {
+	local name=$1 vg=$2 u=$3 b=$4 prefix=$5 settle=${6:-0} n f total
+	# warm-up, not counted: connections, caches, the allocator
+	WRK_BODY=$b timeout 60 wrk -t1 -c4 -d3s --timeout 10s \
+		-s "$src/tests/bench/post.lua" "$u" >/dev/null 2>&1 || true
+	sleep 1
+	callgrind_control -z "$vg" >/dev/null
+	callgrind_control -i on "$vg" >/dev/null
+	WRK_BODY=$b timeout 90 wrk -t1 -c4 -d"$cg_secs"s --timeout 10s \
+		-s "$src/tests/bench/post.lua" "$u" >"$tmp/wrk.cg" 2>&1 || true
+	callgrind_control -i off "$vg" >/dev/null
+	sleep "$settle"
+	callgrind_control -d "$name" "$vg" >/dev/null
+	n=$(kv0 requests "$(wrk_parse <"$tmp/wrk.cg")")
+	f=$(ls -t "$prefix".* 2>/dev/null | head -1)
+	[ "$n" -gt 0 ] && [ -n "$f" ] || { note "callgrind $name: no request answered"; return 0; }
+	total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
+	ipr[$name]=$(calc "$total / $n")
+	result "facade.$name.instructions_per_req" "${ipr[$name]}" instructions
+	note "callgrind $name: $n requests under wrk c=4; by library: $(cg_by_object "$f" "$n")"
+}
+
 if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 	command -v callgrind_annotate >/dev/null 2>&1; then
 	rm -f "$tmp/fusebox.db" "$tmp/fusebox.db-wal" "$tmp/fusebox.db-shm"
@@ -163,25 +190,8 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 	declare -A ipr
 	cg_secs=$((BENCH_SECS > 10 ? BENCH_SECS : 10))
 	for t in call chat; do
-		u=http://127.0.0.1:$VG_PORT${url[$t]#http://127.0.0.1:"$FBD_PORT"}
-		# warm-up, not counted: connections, caches, the allocator
-		WRK_BODY=${body[$t]} timeout 60 wrk -t1 -c4 -d3s --timeout 10s \
-			-s "$src/tests/bench/post.lua" "$u" >/dev/null 2>&1 || true
-		sleep 1
-		callgrind_control -z "$VG" >/dev/null
-		callgrind_control -i on "$VG" >/dev/null
-		WRK_BODY=${body[$t]} timeout 90 wrk -t1 -c4 -d"$cg_secs"s --timeout 10s \
-			-s "$src/tests/bench/post.lua" "$u" >"$tmp/wrk.cg" 2>&1 || true
-		callgrind_control -i off "$VG" >/dev/null
-		sleep 1 # the writer's rows of the last calls
-		callgrind_control -d "$t" "$VG" >/dev/null
-		n=$(kv0 requests "$(wrk_parse <"$tmp/wrk.cg")")
-		[ "$n" -gt 0 ] || { note "callgrind $t: no request answered"; continue; }
-		f=$(ls -t "$tmp"/callgrind.out.* | head -1)
-		total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-		ipr[$t]=$(calc "$total / $n")
-		result "facade.$t.instructions_per_req" "${ipr[$t]}" instructions
-		note "callgrind $t: $n requests under wrk c=4; by library: $(cg_by_object "$f" "$n")"
+		cg_count "$t" "$VG" "http://127.0.0.1:$VG_PORT${url[$t]#http://127.0.0.1:"$FBD_PORT"}" \
+			"${body[$t]}" "$tmp/callgrind.out" 1
 	done
 	[ -z "${ipr[call]:-}" ] || [ -z "${ipr[chat]:-}" ] ||
 		result facade.chat.instructions_ratio_to_call "$(calc "${ipr[chat]} / ${ipr[call]}")" x
@@ -197,21 +207,8 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 		curl -s -o /dev/null -m 2 -H 'Content-Type: application/json' -d "$CHAT_BODY" "${url[haproxy]}" && break
 		sleep 0.1
 	done
-	WRK_BODY=$CHAT_BODY timeout 60 wrk -t1 -c4 -d3s --timeout 10s \
-		-s "$src/tests/bench/post.lua" "${url[haproxy]}" >/dev/null 2>&1 || true
-	callgrind_control -z "$VGH" >/dev/null
-	callgrind_control -i on "$VGH" >/dev/null
-	WRK_BODY=$CHAT_BODY timeout 90 wrk -t1 -c4 -d"$cg_secs"s --timeout 10s \
-		-s "$src/tests/bench/post.lua" "${url[haproxy]}" >"$tmp/wrk.cg" 2>&1 || true
-	callgrind_control -i off "$VGH" >/dev/null
-	callgrind_control -d haproxy "$VGH" >/dev/null
-	n=$(kv0 requests "$(wrk_parse <"$tmp/wrk.cg")")
-	f=$(ls -t "$tmp"/callgrind.hap.* 2>/dev/null | head -1)
-	if [ "$n" -gt 0 ] && [ -n "$f" ]; then
-		total=$(callgrind_annotate "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1 }')
-		ipr[haproxy]=$(calc "$total / $n")
-		result facade.haproxy.instructions_per_req "${ipr[haproxy]}" instructions
-		note "callgrind haproxy: $n requests under wrk c=4; by library: $(cg_by_object "$f" "$n")"
+	cg_count haproxy "$VGH" "${url[haproxy]}" "$CHAT_BODY" "$tmp/callgrind.hap"
+	if [ -n "${ipr[haproxy]:-}" ]; then
 		for t in call chat; do
 			[ -z "${ipr[$t]:-}" ] ||
 				result "facade.$t.instructions_ratio_to_haproxy" "$(calc "${ipr[$t]} / ${ipr[haproxy]}")" x
