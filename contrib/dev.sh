@@ -93,10 +93,9 @@ run_suites() { # dir
 	meson test -C "$dir" --print-errorlogs --num-processes 2 --suite unit --logbase suite-unit || rc=1
 	# The Prometheus test mostly waits on Prometheus (~75-85 s):
 	# test_all runs it beside the sanitizer build instead.
-	# two at a time; the timing-bound ones alone (is_parallel in tests/meson.build)
 	# The console suite (tmux on private sockets, ephemeral ports) joins the
-	# integration pool, two at a time; the timing-bound tests still run
-	# alone (is_parallel false: meson waits for the pool to drain).
+	# integration pool, two at a time; the timing-bound tests run alone
+	# and last (is_parallel false, priority -10 in tests/meson.build).
 	local console=()
 	# grep without -q reads everything: an early exit would SIGPIPE meson (pipefail)
 	if meson test -C "$dir" --list 2>/dev/null | grep '^fusebox:console' >/dev/null; then
@@ -139,7 +138,7 @@ test_all() {
 	run_suites build || rc=1
 	# Beside the sanitizer build: the Prometheus test (it mostly waits on
 	# Prometheus, ~75-85 s) and the brief fuzz run (libFuzzer
-	# targets, sanitizer builds of their own, 8 s each): neither asserts
+	# targets, sanitizer builds of their own, 5 s each): neither asserts
 	# on timings of its own.
 	log "prometheus test and brief fuzz run (build/), beside the sanitizer build"
 	meson test -C build --print-errorlogs --num-processes 1 --suite prometheus \

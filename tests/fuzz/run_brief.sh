@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run_brief.sh: the fuzz suite's meson test. Runs contrib/fuzz.sh for a
-# short time per target (FUZZ_SECONDS, default 8: a smoke run; `contrib/dev.sh fuzz` runs them for minutes) with its build in
+# short time per target (FUZZ_SECONDS, default 5: a smoke run; `contrib/dev.sh fuzz` runs them for minutes) with its build in
 # BUILD_ROOT/fuzz, so the source tree is not written. Prints the targets'
 # "N passed, N failed" last and exits non-zero when a target found a crash,
 # leak, UB, timeout or OOM (the reproducer is printed above). Exits 77
@@ -15,7 +15,7 @@ fi
 mkdir -p "$1"
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
-secs=${FUZZ_SECONDS:-8}
+secs=${FUZZ_SECONDS:-5}
 cc=${FUZZ_CC:-clang}
 export FUZZ_BUILD=${FUZZ_BUILD:-$build/fuzz}
 

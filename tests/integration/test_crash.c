@@ -1,6 +1,8 @@
 /*
  * Integration: crash durability under load (issue "Reliability"). Twenty
- * times over: run a mixed load against fuseboxd — sync calls, async jobs
+ * times over (ten in the sanitizer build, which is there for memory
+ * errors: the loss figures come from the plain one; FB_CRASH_ITERATIONS
+ * sets it): run a mixed load against fuseboxd — sync calls, async jobs
  * (mode async), operator level overrides, review decisions when the review
  * API exists — and kill -9 the daemon at a random moment (seeded: the
  * seed is printed, FB_CRASH_SEED replays it). After each restart:
@@ -38,7 +40,6 @@
 
 #include "itd.h"
 
-#define ITERATIONS  20
 #define CONCURRENCY 24
 #define OPS_MAX	    8192
 #define PROXY_CONNS 256
@@ -51,6 +52,18 @@ static int
 loss_window_ms(void)
 {
 	return itd_sanitized() ? 1000 : 250;
+}
+
+/* Kill -9 cycles: 20, 10 in the sanitizer build, FB_CRASH_ITERATIONS when set (1..1000). */
+static int
+iterations(void)
+{
+	const char *v = getenv("FB_CRASH_ITERATIONS");
+	long n = v ? strtol(v, NULL, 10) : 0;
+
+	if (n >= 1 && n <= 1000)
+		return (int)n;
+	return itd_sanitized() ? 10 : 20;
 }
 
 static uint64_t rng_state;
@@ -693,7 +706,7 @@ START_TEST(kill_9_under_load)
 	struct http_resp r;
 	pthread_t load, killer;
 	int64_t t0 = harness_now_ms();
-	int it, i, kill_ms, worst_lost = 0, worst_age = 0;
+	int it, i, kill_ms, worst_lost = 0, worst_age = 0, niter = iterations();
 	uint64_t seed;
 	char *cfg = NULL;
 
@@ -728,7 +741,7 @@ START_TEST(kill_9_under_load)
 	}
 
 	memset(&tot, 0, sizeof tot);
-	for (it = 0; it < ITERATIONS; it++) {
+	for (it = 0; it < niter; it++) {
 		L.iter = it;
 		L.stop = 0;
 		kill_ms = rng_range(50, 700);
@@ -768,7 +781,7 @@ START_TEST(kill_9_under_load)
 		"crash: %d kill -9 in %.1f s: %d sync calls answered, %d jobs accepted (all done "
 		"once), %d overrides, %d review decisions; calls rows lost: %d in all, at most %d "
 		"per crash, the oldest %d ms before the kill\n",
-		ITERATIONS, (double)(harness_now_ms() - t0) / 1000, tot.sync_ok, tot.async_ok,
+		niter, (double)(harness_now_ms() - t0) / 1000, tot.sync_ok, tot.async_ok,
 		tot.level_ok, tot.review_ok, tot.lost, worst_lost, worst_age);
 	ck_assert_int_gt(tot.async_ok, 0);
 	ck_assert_int_gt(tot.sync_ok, 0);
