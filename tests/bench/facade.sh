@@ -4,6 +4,9 @@
 # (bench_nginx); in front of it, each configured here on 127.0.0.1:
 #   haproxy  HAProxy as a reverse proxy (one thread)
 #   nginx    nginx as a reverse proxy (one worker)
+#   bare     tests/bench/barerelay: libmicrohttpd and libcurl's multi
+#            interface on one epoll loop, as fuseboxd's engine runs them,
+#            relaying and nothing else: the floor of fuseboxd's libraries
 #   call     fuseboxd, POST /v1/routes/intent/call (the native path)
 #   chat     fuseboxd, POST /v1/chat/completions (the OpenAI facade)
 # The peers: upstream keep-alive, one retry, connect 1 s / read 6 s, access
@@ -14,10 +17,12 @@
 #   - CPU per request at c=64: utime+stime of the whole process tree (from
 #     /proc: every thread and child) over the run / requests served
 #   - req/s at c=64 vs direct; RSS of the process tree after the run
-#   - the ratios to HAProxy's figures
-# With valgrind, the daemon's instructions per request on both paths
-# (callgrind, user space, start-up excluded, divided by the requests wrk
-# had answered; BENCH_CALLGRIND=0 skips it).
+#   - the ratios to HAProxy's figures, and what each daemon path costs
+#     above bare (the guard itself: parse, validation, routing, logging,
+#     spans, the SLO book)
+# With valgrind, the daemon's instructions per request on both paths, bare's
+# and HAProxy's (callgrind, user space, start-up excluded, divided by the
+# requests wrk had answered; BENCH_CALLGRIND=0 skips it).
 # Targets (issue 28): chat CPU <= 1.1x call's; both <= 1.5x HAProxy's;
 # added latency <= HAProxy's + 20 us.
 #   tests/bench/facade.sh BUILD_ROOT SOURCE_ROOT
@@ -27,6 +32,8 @@ source "$here/lib.sh"
 bench_init "${1:-}" "${2:-}" facade
 bench_need wrk nginx haproxy curl
 [ -x "$fuseboxd" ] || bench_skip "$fuseboxd is not built"
+bare=$build/tests/bench/barerelay
+[ -x "$bare" ] || bench_skip "$bare is not built (ninja -C $build tests/bench/barerelay)"
 bench_header
 note "wrk: c=1 with 1 thread, c=64 with 2 threads; $BENCH_REPS rounds of ${BENCH_SECS}s per point, every target in each round; figures are medians"
 
@@ -38,6 +45,7 @@ direct=http://127.0.0.1:$NGX_PORT/v1/chat/completions
 # HAProxy and nginx as reverse proxies in front of the same upstream (lib.sh).
 bench_haproxy HAP HAP_PORT $NGX_PORT
 bench_nginx_proxy PXY PXY_PORT $NGX_PORT
+bench_spawn BARE BARE_PORT "$tmp/barerelay.log" "$bare" --upstream "$direct"
 
 bench_config "$tmp/fusebox.json" "$direct"
 bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
@@ -46,9 +54,10 @@ declare -A url pid body
 url[direct]=$direct pid[direct]=$NGX body[direct]=$CHAT_BODY
 url[haproxy]=http://127.0.0.1:$HAP_PORT/v1/chat/completions pid[haproxy]=$HAP body[haproxy]=$CHAT_BODY
 url[nginx]=http://127.0.0.1:$PXY_PORT/v1/chat/completions pid[nginx]=$PXY body[nginx]=$CHAT_BODY
+url[bare]=http://127.0.0.1:$BARE_PORT/v1/chat/completions pid[bare]=$BARE body[bare]=$CHAT_BODY
 url[call]=http://127.0.0.1:$FBD_PORT/v1/routes/intent/call pid[call]=$FBD body[call]=$CALL_BODY
 url[chat]=http://127.0.0.1:$FBD_PORT/v1/chat/completions pid[chat]=$FBD body[chat]=$CHAT_BODY
-targets=(direct haproxy nginx call chat)
+targets=(direct haproxy nginx bare call chat)
 
 # Each answers: the peers relay the canned reply, the daemon a validated
 # model answer (not a fallback).
@@ -120,7 +129,7 @@ result facade.direct_p50_c1_us "$(med p50.direct)" us
 result facade.direct_rps_c64 "$(med rps.direct)" req/s
 result facade.direct_cpu_per_req_c64_us "$(med cpu.direct)" us
 hap_added=$(med added.haproxy) hap_cpu=$(med cpu.haproxy)
-for t in haproxy nginx call chat; do
+for t in haproxy nginx bare call chat; do
 	added=$(med added.$t) cpu=$(med cpu.$t)
 	result "facade.$t.added_latency_c1_us" "$added" us
 	result "facade.$t.cpu_per_req_c64_us" "$cpu" us
@@ -130,6 +139,13 @@ for t in haproxy nginx call chat; do
 	[ "$t" = haproxy ] && continue
 	result "facade.$t.added_latency_minus_haproxy_us" "$(calc "$added - $hap_added")" us
 	result "facade.$t.cpu_vs_haproxy" "$(calc "$cpu / $hap_cpu")" x
+	case $t in
+	call | chat)
+		# the guard's own cost: the daemon path over the bare relay
+		result "facade.$t.added_latency_minus_bare_us" "$(calc "$added - $(med added.bare)")" us
+		result "facade.$t.cpu_minus_bare_us" "$(calc "$cpu - $(med cpu.bare)")" us
+		;;
+	esac
 done
 target facade.call.added_latency_vs_haproxy_us "$(calc "$(med added.call) - $hap_added")" us le 20
 target facade.chat.added_latency_vs_haproxy_us "$(calc "$(med added.chat) - $hap_added")" us le 20
@@ -215,5 +231,20 @@ if [ "${BENCH_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null 2>&1 &&
 		done
 	fi
 	bench_stop "$VGH"
+	# The bare relay under the same load and count: the libraries' share.
+	bench_stop "$BARE"
+	bench_spawn VGB VGB_PORT "$tmp/valgrind-bare.log" valgrind --tool=callgrind \
+		--instr-atstart=no --callgrind-out-file="$tmp/callgrind.bare" "$bare" --upstream "$direct"
+	cg_count bare "$VGB" "http://127.0.0.1:$VGB_PORT/v1/chat/completions" "$CHAT_BODY" \
+		"$tmp/callgrind.bare"
+	if [ -n "${ipr[bare]:-}" ]; then
+		[ -z "${ipr[haproxy]:-}" ] ||
+			result facade.bare.instructions_ratio_to_haproxy "$(calc "${ipr[bare]} / ${ipr[haproxy]}")" x
+		for t in call chat; do
+			[ -z "${ipr[$t]:-}" ] ||
+				result "facade.$t.instructions_minus_bare" "$(calc "${ipr[$t]} - ${ipr[bare]}")" instructions
+		done
+	fi
+	bench_stop "$VGB"
 fi
 note "load after: $(bench_load)"

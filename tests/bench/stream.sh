@@ -9,6 +9,9 @@
 #            the kernel holding the MSG_MORE send)
 #   nginx    nginx as a reverse proxy (one worker, proxy_buffering off,
 #            as SSE needs)
+#   bare     tests/bench/barerelay: the stream passed through by
+#            libmicrohttpd and libcurl on one epoll loop the way fuseboxd
+#            writes its streams, and nothing else (the libraries' floor)
 #   chat     fuseboxd, POST /v1/chat/completions with "stream": true (the
 #            bench config: validation, full logging)
 # ssettfb (client mode) sends the same streaming chat request at c=1 on one
@@ -27,6 +30,8 @@ bench_need nginx haproxy curl
 ssettfb=$build/tests/bench/ssettfb
 [ -x "$fuseboxd" ] || bench_skip "$fuseboxd is not built"
 [ -x "$ssettfb" ] || bench_skip "$ssettfb is not built (ninja -C $build tests/bench/ssettfb)"
+bare=$build/tests/bench/barerelay
+[ -x "$bare" ] || bench_skip "$bare is not built (ninja -C $build tests/bench/barerelay)"
 N=${BENCH_STREAM_N:-300}
 REST_MS=${BENCH_STREAM_REST_MS:-2}
 bench_header
@@ -39,13 +44,16 @@ bench_spawn UP UP_PORT "$tmp/upstream.log" "$ssettfb" upstream --rest-ms "$REST_
 # HAProxy and nginx as reverse proxies in front of the same upstream (lib.sh).
 bench_haproxy HAP HAP_PORT $UP_PORT "option http-no-delay"
 bench_nginx_proxy PXY PXY_PORT $UP_PORT "proxy_buffering off;"
+bench_spawn BARE BARE_PORT "$tmp/barerelay.log" "$bare" \
+	--upstream "http://127.0.0.1:$UP_PORT/v1/chat/completions"
 
 bench_config "$tmp/fusebox.json" "http://127.0.0.1:$UP_PORT/v1/chat/completions"
 bench_daemon FBD FBD_PORT "$tmp/fusebox.json"
 
 declare -A port
-port[direct]=$UP_PORT port[haproxy]=$HAP_PORT port[nginx]=$PXY_PORT port[chat]=$FBD_PORT
-targets=(direct haproxy nginx chat)
+port[direct]=$UP_PORT port[haproxy]=$HAP_PORT port[nginx]=$PXY_PORT port[bare]=$BARE_PORT
+port[chat]=$FBD_PORT
+targets=(direct haproxy nginx bare chat)
 
 # Each relays a whole stream: the model's content, ending in [DONE].
 for t in "${targets[@]}"; do
@@ -84,13 +92,14 @@ med() { bench_median <"$tmp/$1"; }
 result stream.direct.ttfb_p50_us "$(med p50.direct)" us
 result stream.direct.ttfb_p90_us "$(med p90.direct)" us
 hap=$(med added.haproxy)
-for t in haproxy nginx chat; do
+for t in haproxy nginx bare chat; do
 	result "stream.$t.ttfb_p50_us" "$(med p50.$t)" us
 	result "stream.$t.ttfb_p90_us" "$(med p90.$t)" us
 	result "stream.$t.added_ttfb_us" "$(med added.$t)" us
 	[ "$t" = haproxy ] && continue
 	result "stream.$t.added_ttfb_minus_haproxy_us" "$(calc "$(med added.$t) - $hap")" us
 done
+result stream.chat.added_ttfb_minus_bare_us "$(calc "$(med added.chat) - $(med added.bare)")" us
 target stream.chat.added_ttfb_vs_haproxy_us "$(calc "$(med added.chat) - $hap")" us le 50
 target stream.failed_requests "$bad" requests eq 0
 note "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), nginx $(nginx -v 2>&1 | cut -d/ -f2); load after: $(bench_load)"
