@@ -93,16 +93,16 @@ finish() {
 
 # Wait for "listening on 127.0.0.1:PORT" in file (up to 10 s); echo PORT.
 wait_port() {
-	local file=$1 i port
-	for i in $(seq 1 200); do
+	local file=$1 port POLL_END POLL_N POLL_PAST NOW_US
+	poll_start 10
+	while :; do
 		port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' "$file" 2>/dev/null | head -1)
 		if [ -n "$port" ]; then
 			echo "$port"
 			return 0
 		fi
-		sleep 0.05
+		poll_next || return 1
 	done
-	return 1
 }
 
 start_mock() {
@@ -280,29 +280,72 @@ type_text() { # name text
 	tm send-keys -t "$1" -l "$2"
 }
 
+# Polling with a deadline: poll_start SECONDS, then after each failed try
+# poll_next (0: try again, after a short sleep; 1: SECONDS have passed and
+# the last try began at or after the deadline). The sleeps start at 10 ms
+# and grow to 50 ms, so a pane that changes at once is seen at once. The
+# callers keep POLL_END, POLL_N, POLL_PAST and NOW_US local (nested waits).
+_now_us() {
+	local t=$EPOCHREALTIME
+	NOW_US=${t/[.,]/}
+}
+poll_start_ms() { # MILLISECONDS
+	_now_us
+	POLL_END=$((NOW_US + $1 * 1000))
+	POLL_N=0
+	POLL_PAST=0
+}
+poll_start() { poll_start_ms $(($1 * 1000)); } # SECONDS
+poll_next() {
+	[ "$POLL_PAST" -eq 1 ] && return 1
+	POLL_N=$((POLL_N + 1))
+	if [ "$POLL_N" -le 5 ]; then
+		sleep 0.01
+	elif [ "$POLL_N" -le 15 ]; then
+		sleep 0.02
+	else
+		sleep 0.05
+	fi
+	_now_us
+	[ "$NOW_US" -ge "$POLL_END" ] && POLL_PAST=1
+	return 0
+}
+
 # wait_screen NAME PATTERN [SECONDS]: grep -E PATTERN in the pane.
 wait_screen() {
-	local name=$1 pat=$2 secs=${3:-6} i
-	for i in $(seq 1 $((secs * 10))); do
+	local name=$1 pat=$2 secs=${3:-6} POLL_END POLL_N POLL_PAST NOW_US
+	poll_start "$secs"
+	while :; do
 		if screen "$name" | grep -Eq -- "$pat"; then
 			return 0
 		fi
-		sleep 0.1
+		poll_next || return 1
 	done
-	return 1
+}
+
+# wait_screen_ms NAME PATTERN MILLISECONDS: wait_screen for a part of a second.
+wait_screen_ms() {
+	local name=$1 pat=$2 POLL_END POLL_N POLL_PAST NOW_US
+	poll_start_ms "$3"
+	while :; do
+		if screen "$name" | grep -Eq -- "$pat"; then
+			return 0
+		fi
+		poll_next || return 1
+	done
 }
 
 # wait_until SECONDS COMMAND...: retry the command until it succeeds.
 wait_until() {
-	local secs=$1 i
+	local secs=$1 POLL_END POLL_N POLL_PAST NOW_US
 	shift
-	for i in $(seq 1 $((secs * 10))); do
+	poll_start "$secs"
+	while :; do
 		if "$@" >/dev/null 2>&1; then
 			return 0
 		fi
-		sleep 0.1
+		poll_next || return 1
 	done
-	return 1
 }
 
 dump() { # name: the pane, for failure messages

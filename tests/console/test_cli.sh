@@ -277,7 +277,8 @@ if endpoint_exists GET '/v1/events?after=0&limit=1'; then
 		ok events_json || not_ok events_json "$OUT"
 	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" events --follow >"$T/follow.out" 2>&1 &
 	fpid=$!
-	sleep 1.5
+	# the first page printed (its header): what follows comes from the polls
+	wait_until 5 grep -Eq '^ *ID +AT +KIND +SUBJECT +DETAIL' "$T/follow.out"
 	"$FUSEBOX" --url "$URL" --token-file "$T/op.token" level ticket 1 --reason follow-me >/dev/null 2>&1
 	if wait_until 5 grep -q 'follow-me' "$T/follow.out"; then
 		ok events_follow

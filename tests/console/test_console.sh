@@ -88,6 +88,7 @@ PROXY_PID=
 trap 'proxy_stop; cleanup' EXIT
 proxy_start() { # DELAY
 	: >"$T/diag.log"
+	: >"$T/proxy.port" # not the last proxy's port (wait_until may look before python3 opens it)
 	python3 "$T/diagproxy.py" "$URL" "$T/diag.log" "$1" >"$T/proxy.port" &
 	PROXY_PID=$!
 	wait_until 5 test -s "$T/proxy.port"
@@ -113,13 +114,15 @@ check() {
 
 # check_gone NAME SESSION PATTERN: the pane stops showing PATTERN.
 check_gone() {
-	local i
-	for i in $(seq 1 40); do
+	# shellcheck disable=SC2034 # poll_start and poll_next (lib.sh) set them
+	local POLL_END POLL_N POLL_PAST NOW_US
+	poll_start 4
+	while :; do
 		if ! screen "$2" | grep -Eq -- "$3"; then
 			ok "$1"
 			return
 		fi
-		sleep 0.1
+		poll_next || break
 	done
 	dump "$2"
 	not_ok "$1" "pane still shows /$3/"
@@ -355,15 +358,23 @@ check reconnected $OP '^ reconnected at [0-9]{2}:[0-9]{2}:[0-9]{2}  fuseboxd' 10
 # issue 24: a restart is flagged (uptime went back), with what did not survive
 check restart_flagged $OP '^ reconnected at [0-9:]{8}  fuseboxd .* inflight [0-9]+  RESTARTED [0-9]{2}:[0-9]{2}:[0-9]{2}' 5
 check restart_said $OP '^fuseboxd restarted \(uptime went back\) at [0-9:]+: '
-if wait_until 3 grey_row $OP; then
-	not_ok reconnected_colours "still grey after reconnecting"
-else
-	ok reconnected_colours
-fi
-
-# --- q quits with status 0 ---
-keys $OP q
-check quit $OP 'EXITED-0' 5
+# The 3 s in which the row must not turn grey again are watched in the
+# background while the viewers, the hung daemon, NO_COLOR and the C locale
+# are checked in sessions of their own (nothing there touches $OP or the
+# daemon's reachability); the verdict is taken before $OP quits.
+( if wait_until 3 grey_row $OP; then echo grey; else echo fine; fi >"$T/grey.op" ) &
+GREY_PID=$!
+reconnected_colours_verdict() {
+	wait "$GREY_PID"
+	if [ "$(cat "$T/grey.op")" = fine ]; then
+		ok reconnected_colours
+	else
+		not_ok reconnected_colours "still grey after reconnecting"
+	fi
+	# --- q quits with status 0 ---
+	keys $OP q
+	check quit $OP 'EXITED-0' 5
+}
 
 # --- viewers ---
 console_start vw 80x24 -- --url "$URL" --token-file "$T/view.token"
@@ -462,6 +473,7 @@ else
 fi
 keys ascii q
 check ascii_quits ascii 'EXITED-0' 5
+reconnected_colours_verdict
 
 # --- issue 24: the console tells the truth at 3 a.m. ---
 # TERM=dumb (no cursor addressing): refused, pointing at the CLI.
@@ -609,10 +621,27 @@ check why_contrasts why '^── failing vs succeeding attempts *$'
 check why_hints why '^j/k move  Enter whole line  r diagnose again  Esc close  \? help  q quit$'
 # Enter shows the selected line whole: the proof line (its place depends
 # on the cause's evidence lines), wrapped, its end visible.
+# The proof line's place, read off the pane (line i of the panel is on the
+# row i + 1 below its header), is tried first; then the others of 6..10.
 whole=
-for n in 6 7 8 9 10; do
+order="6 7 8 9 10"
+hrow=$(screen why | grep -n '^ Why: ticket ' | head -1 | cut -d: -f1)
+prow=$(screen why | grep -n '^   proof (sqlite3): SELECT ' | head -1 | cut -d: -f1)
+if [ -n "$hrow" ] && [ -n "$prow" ]; then
+	guess=$((prow - hrow - 1))
+	case " $order " in
+	*" $guess "*)
+		rest=
+		for n in $order; do
+			[ "$n" = "$guess" ] || rest="$rest $n"
+		done
+		order="$guess$rest"
+		;;
+	esac
+fi
+for n in $order; do
 	keys why g
-	for _ in $(seq 1 $n); do keys why j; done
+	for _ in $(seq 1 "$n"); do keys why j; done
 	keys why Enter
 	if wait_screen why 'ORDER BY c\.id' 1; then
 		whole=$n

@@ -26,6 +26,14 @@
 
 static struct itd T;
 
+/*
+ * Rows are committed in the background (batched every <= 50 ms): wait for
+ * count(*) FROM sql_tail to be want (up to 5 s, where itd_settle slept
+ * 150 ms) and assert it.
+ */
+#define ASSERT_COUNT(sql_tail, want)                                                               \
+	ck_assert_int_eq(itd_count_wait(&T, (sql_tail), (want), 5000), (want))
+
 #define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 #define RULES                                                                                      \
 	"\"rules\":{\"match\":[{\"any\":[\"refund\"],\"result\":{\"intent\":\"refund\"},"          \
@@ -177,7 +185,7 @@ am_wait_alert(struct am *am, const char *alertname, const char *source, const ch
 		cJSON_Delete(all);
 		if (hit != NULL)
 			return hit;
-		usleep(100000);
+		usleep(50000);
 	} while (harness_now_ms() < end);
 	return NULL;
 }
@@ -238,7 +246,7 @@ wait_metrics_has(const char *needle, int timeout_ms)
 	while (!metrics_has(needle)) {
 		if (harness_now_ms() >= end)
 			return 0;
-		usleep(100000);
+		usleep(20000);
 	}
 	return 1;
 }
@@ -382,6 +390,7 @@ START_TEST(canary_rollback_pages_and_restoring_the_weight_resolves_it)
 	cJSON *a;
 	size_t n = 0;
 	int i, w = -1, am = have_am();
+	int64_t wait_end;
 
 	if (am)
 		am_start(&AM);
@@ -416,8 +425,10 @@ START_TEST(canary_rollback_pages_and_restoring_the_weight_resolves_it)
 	ck_assert_int_eq(mock_set(&T.mock, "canary", script), 0);
 	for (i = 0; i < 120; i++)
 		call_ok("{\"input\":\"refund\"}", NULL);
-	for (i = 0; i < 30 && (w = weight_of("canary")) != 0; i++)
-		usleep(100000);
+	/* the guard looks once a second: up to 3 s (it was 30 looks 100 ms apart) */
+	wait_end = harness_now_ms() + 3000;
+	while ((w = weight_of("canary")) != 0 && harness_now_ms() < wait_end)
+		usleep(20000);
 	ck_assert_int_eq(w, 0);
 	/* The page goes through the one lifecycle: /metrics, rows, Alertmanager. */
 	ck_assert(wait_metrics_has(
@@ -447,17 +458,14 @@ START_TEST(canary_rollback_pages_and_restoring_the_weight_resolves_it)
 	ck_assert_int_ge(mock_requests(&T.mock, "canary"), (int)n + 20);
 	usleep(2500000); /* a few guard ticks */
 	ck_assert_int_eq(weight_of("canary"), 50);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "audit WHERE actor='canary_guard' AND action='weights.set'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule='canary_guard:canary' AND "
-				       "state='firing'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule='canary_guard:canary' AND "
-				       "state='resolved'"),
-			 1);
-	ck_assert_int_ge(itd_count(&T, "events WHERE kind='alert' AND detail LIKE "
-				       "'canary_guard:canary intent: resolved%'"),
+	ASSERT_COUNT("audit WHERE actor='canary_guard' AND action='weights.set'", 1);
+	ASSERT_COUNT("alerts WHERE rule='canary_guard:canary' AND state='firing'", 1);
+	ASSERT_COUNT("alerts WHERE rule='canary_guard:canary' AND state='resolved'", 1);
+	/* at least one: waits for the first, up to 5 s */
+	ck_assert_int_ge(itd_count_wait(&T,
+					"events WHERE kind='alert' AND detail LIKE "
+					"'canary_guard:canary intent: resolved%'",
+					1, 5000),
 			 1);
 }
 END_TEST

@@ -61,6 +61,14 @@ teardown(void)
 	itd_stop(&T);
 }
 
+/*
+ * The rows of a call that has answered are committed in the background
+ * (batched every <= 50 ms): wait for count(*) FROM sql_tail to be want
+ * (up to 5 s, where itd_settle slept 150 ms) and assert it.
+ */
+#define ASSERT_COUNT(sql_tail, want)                                                               \
+	ck_assert_int_eq(itd_count_wait(&T, (sql_tail), (want), 5000), (want))
+
 /* Call and parse; asserts HTTP 200 unless want_status is given. */
 static cJSON *
 call(const char *body, long want_status, double *elapsed)
@@ -230,15 +238,9 @@ START_TEST(breaker_opens_after_three_then_probe_closes)
 	assert_source(o, "llm", NULL);
 	cJSON_Delete(o);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 5);
-	itd_settle();
-	ck_assert_int_eq(
-		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'closed -> open%'"), 1);
-	ck_assert_int_eq(
-		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'open -> half_open%'"),
-		1);
-	ck_assert_int_eq(
-		itd_count(&T, "events WHERE kind='breaker' AND detail LIKE 'half_open -> closed%'"),
-		1);
+	ASSERT_COUNT("events WHERE kind='breaker' AND detail LIKE 'closed -> open%'", 1);
+	ASSERT_COUNT("events WHERE kind='breaker' AND detail LIKE 'open -> half_open%'", 1);
+	ASSERT_COUNT("events WHERE kind='breaker' AND detail LIKE 'half_open -> closed%'", 1);
 }
 END_TEST
 
@@ -279,10 +281,9 @@ START_TEST(retry_class_table)
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), rc->want_requests);
 	ck_assert_int_eq((int)itd_num(o, "attempts"), rc->want_requests);
 	cJSON_Delete(o);
-	itd_settle();
 	/* One attempts row per request the upstream saw. */
-	ck_assert_int_eq(itd_count(&T, "attempts"), rc->want_requests);
-	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id LIKE 'rc-%' AND source='rules'"), 1);
+	ASSERT_COUNT("calls WHERE request_id LIKE 'rc-%' AND source='rules'", 1);
+	ASSERT_COUNT("attempts", rc->want_requests);
 }
 END_TEST
 
@@ -305,11 +306,10 @@ START_TEST(connect_refused_is_retried_and_logged)
 	assert_source(o, "rules", "connect_error");
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 3);
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE outcome='connect_error'"), 3);
-	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='primary' AND to_step='rules' "
-				       "AND reason='connect_error'"),
-			 1);
+	ASSERT_COUNT("attempts WHERE outcome='connect_error'", 3);
+	ASSERT_COUNT("degradations WHERE from_step='primary' AND to_step='rules' "
+		     "AND reason='connect_error'",
+		     1);
 }
 END_TEST
 
@@ -378,8 +378,7 @@ START_TEST(retry_after_that_does_not_fit_falls_at_once)
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 1);
 	ck_assert_msg(el < 300, "elapsed %.0f", el);
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE retry_after_ms = 10000"), 1);
+	ASSERT_COUNT("attempts WHERE retry_after_ms = 10000", 1);
 }
 END_TEST
 
@@ -657,8 +656,7 @@ START_TEST(upstream_request_carries_ids_and_budget)
 	ck_assert_msg(strtol(maxwait, NULL, 10) > 2300 && strtol(maxwait, NULL, 10) <= 2500,
 		      "X-Max-Wait %s", maxwait);
 	cJSON_Delete(st);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='hdr-7' AND budget_ms=2500"), 1);
+	ASSERT_COUNT("calls WHERE request_id='hdr-7' AND budget_ms=2500", 1);
 	unsetenv("FB_TEST_UPSTREAM_KEY");
 }
 END_TEST
@@ -730,12 +728,10 @@ START_TEST(silent_resend_on_dead_keepalive_is_logged)
 	ck_assert_int_eq((int)itd_num(o, "attempts"), 2);
 	cJSON_Delete(o);
 	ck_assert_int_eq(mock_requests(&T.mock, "primary"), 3);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "attempts"), 3);
-	ck_assert_int_eq(itd_count(&T,
-				   "attempts WHERE call_id = (SELECT max(call_id) FROM attempts) "
-				   "AND outcome = 'reset' AND attempt_no = 1"),
-			 1);
+	ASSERT_COUNT("attempts", 3);
+	ASSERT_COUNT("attempts WHERE call_id = (SELECT max(call_id) FROM attempts) "
+		     "AND outcome = 'reset' AND attempt_no = 1",
+		     1);
 }
 END_TEST
 

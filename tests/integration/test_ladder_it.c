@@ -29,6 +29,14 @@
 
 static struct itd T;
 
+/*
+ * Rows are committed in the background (batched every <= 50 ms): wait for
+ * count(*) FROM sql_tail to be want (up to 5 s, where itd_settle slept
+ * 150 ms) and assert it.
+ */
+#define ASSERT_COUNT(sql_tail, want)                                                               \
+	ck_assert_int_eq(itd_count_wait(&T, (sql_tail), (want), 5000), (want))
+
 static void
 teardown(void)
 {
@@ -95,11 +103,9 @@ START_TEST(primary_down_backup_answers)
 	ck_assert_double_eq_tol(itd_num(body, "temperature"), 0.1, 1e-9);
 	ck_assert_str_eq(itd_str(body, "model"), "small");
 	cJSON_Delete(st);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T,
-				   "degradations WHERE from_step='primary' AND to_step='backup' "
-				   "AND reason='http_5xx'"),
-			 1);
+	ASSERT_COUNT("degradations WHERE from_step='primary' AND to_step='backup' "
+		     "AND reason='http_5xx'",
+		     1);
 }
 END_TEST
 
@@ -116,12 +122,8 @@ START_TEST(both_down_rules_answer)
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "refund");
 	ck_assert_double_eq_tol(itd_num(o, "confidence"), 0.6, 1e-9);
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(
-		itd_count(&T, "degradations WHERE to_step='rules' AND reason='validation_schema'"),
-		1);
-	ck_assert_int_eq(itd_count(&T, "validation_failures WHERE stage='schema' AND rule='enum'"),
-			 1);
+	ASSERT_COUNT("degradations WHERE to_step='rules' AND reason='validation_schema'", 1);
+	ASSERT_COUNT("validation_failures WHERE stage='schema' AND rule='enum'", 1);
 }
 END_TEST
 
@@ -145,13 +147,12 @@ START_TEST(no_rule_then_cache_then_preset)
 	ck_assert_str_eq(itd_str(o, "source"), "preset");
 	ck_assert_str_eq(itd_str(cJSON_GetObjectItem(o, "result"), "intent"), "other");
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='rules' AND to_step='cache' "
-				       "AND reason='rules_no_match'"),
-			 2);
-	ck_assert_int_eq(itd_count(&T, "degradations WHERE from_step='cache' AND to_step='preset' "
-				       "AND reason='cache_miss'"),
-			 1);
+	ASSERT_COUNT("degradations WHERE from_step='cache' AND to_step='preset' "
+		     "AND reason='cache_miss'",
+		     1);
+	ASSERT_COUNT("degradations WHERE from_step='rules' AND to_step='cache' "
+		     "AND reason='rules_no_match'",
+		     2);
 	/* the cache survives a restart (SQLite behind the memory front) */
 	ck_assert_int_eq(itd_kill_daemon(&T, SIGTERM), 0);
 	ck_assert_int_eq(itd_restart_daemon(&T), 0);
@@ -189,15 +190,32 @@ START_TEST(exhausted_manual_enqueues_review)
 	ck_assert_str_eq(itd_str(o, "review"), "pending");
 	ck_assert_str_eq(itd_str(o, "reason"), "first_byte_timeout");
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "reviews WHERE request_id='man-1' AND reason='manual' AND "
-				       "state='pending' AND input='unknown thing'"),
-			 1);
+	ASSERT_COUNT("reviews WHERE request_id='man-1' AND reason='manual' AND "
+		     "state='pending' AND input='unknown thing'",
+		     1);
 }
 END_TEST
 
+/* The level of route intent in GET /v1/state. */
+static int
+route_level(void)
+{
+	struct http_resp r;
+	cJSON *st;
+	int level;
+
+	ck_assert_int_eq(itd_req(&T, "GET", "/v1/state", NULL, "view-token", 5000, &r), 0);
+	ck_assert_int_eq(r.status, 200);
+	st = itd_json(&r);
+	http_resp_free(&r);
+	level = (int)itd_num(cJSON_GetArrayItem(cJSON_GetObjectItem(st, "routes"), 0), "level");
+	cJSON_Delete(st);
+	return level;
+}
+
 START_TEST(escalation_and_recovery)
 {
+	int64_t end;
 	cJSON *o;
 	int i;
 
@@ -235,20 +253,19 @@ START_TEST(escalation_and_recovery)
 	ck_assert_int_eq((int)itd_num(o, "level"), 1);
 	ck_assert_str_eq(itd_str(o, "source"), "backup");
 	cJSON_Delete(o);
-	usleep(2100 * 1000);
+	/* the step back to 0 is the engine tick's: watch for it, until the
+	 * moment this call was made after a fixed 2.1 s sleep */
+	end = harness_now_ms() + 2100;
+	while (route_level() != 0 && harness_now_ms() < end)
+		usleep(20 * 1000);
 	o = call("{\"input\":\"refund\"}", 200);
 	ck_assert_int_eq((int)itd_num(o, "level"), 0);
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 0 -> 1%'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 2%'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 2 -> 1%'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='level' AND detail LIKE 'auto 1 -> 0%'"),
-			 1);
+	ASSERT_COUNT("events WHERE kind='level' AND detail LIKE 'auto 1 -> 0%'", 1);
+	ASSERT_COUNT("events WHERE kind='level' AND detail LIKE 'auto 0 -> 1%'", 1);
+	ASSERT_COUNT("events WHERE kind='level' AND detail LIKE 'auto 1 -> 2%'", 1);
+	ASSERT_COUNT("events WHERE kind='level' AND detail LIKE 'auto 2 -> 1%'", 1);
 }
 END_TEST
 
@@ -345,10 +362,8 @@ START_TEST(async_job_survives_kill_9)
 		"headers");
 	ck_assert_str_eq(itd_str(h, "x-request-id"), "job-k9");
 	cJSON_Delete(st);
-	itd_settle();
-	ck_assert_int_eq(
-		itd_count(&T, "jobs WHERE request_id='job-k9' AND state='done' AND tries=2"), 1);
-	ck_assert_int_eq(itd_count(&T, "calls WHERE request_id='job-k9'"), 1);
+	ASSERT_COUNT("calls WHERE request_id='job-k9'", 1);
+	ASSERT_COUNT("jobs WHERE request_id='job-k9' AND state='done' AND tries=2", 1);
 	{
 		char *ic = db_scalar_text(T.db, "PRAGMA integrity_check");
 

@@ -187,6 +187,35 @@ sleep_ms(int ms)
 		;
 }
 
+/*
+ * Rows are committed in the background (batched every <= 50 ms): wait for
+ * count(*) FROM sql_tail to be want (up to timeout_ms) and assert it.
+ */
+#define ASSERT_COUNT_WITHIN(sql_tail, want, timeout_ms)                                            \
+	ck_assert_int_eq(itd_count_wait(&T, (sql_tail), (want), (timeout_ms)), (want))
+#define ASSERT_COUNT(sql_tail, want) ASSERT_COUNT_WITHIN(sql_tail, want, 5000)
+
+/*
+ * GET /v1/reviews until its first item is overdue, up to timeout_ms (the
+ * review tick runs every second); the last answer (caller deletes).
+ */
+static cJSON *
+reviews_until_overdue(int timeout_ms)
+{
+	int64_t end = harness_now_ms() + timeout_ms;
+	cJSON *o;
+
+	for (;;) {
+		o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
+		if (cJSON_IsTrue(cJSON_GetObjectItem(
+			    cJSON_GetArrayItem(cJSON_GetObjectItem(o, "items"), 0), "overdue")) ||
+		    harness_now_ms() >= end)
+			return o;
+		cJSON_Delete(o);
+		sleep_ms(20);
+	}
+}
+
 /* ---- enqueue ---- */
 
 /*
@@ -394,9 +423,8 @@ START_TEST(overdue_is_reported_once)
 	o = item(id, VIEW, 200);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(o, "overdue")));
 	cJSON_Delete(o);
-	/* due after 1 s; the tick runs every second */
-	sleep_ms(2600);
-	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
+	/* due after 1 s; the tick runs every second (it slept 2.6 s here) */
+	o = reviews_until_overdue(5000);
 	it = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "items"), 0);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(it, "overdue")));
 	ck_assert_str_eq(itd_str(it, "state"), "pending");
@@ -406,13 +434,11 @@ START_TEST(overdue_is_reported_once)
 	o = itd_expect(&T, "GET", "/v1/reviews?state=overdue", NULL, VIEW, 200);
 	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(o, "items")), 1);
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(
-		itd_count(&T, "events WHERE kind = 'review_overdue' AND subject = 'intent'"), 1);
-	/* an overdue item feeds an alert */
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overdue' AND route = 'intent' "
-				       "AND state = 'firing'"),
-			 1);
+	ASSERT_COUNT("events WHERE kind = 'review_overdue' AND subject = 'intent'", 1);
+	/* an overdue item feeds an alert (on a tick of its own: up to 5 s) */
+	ASSERT_COUNT("alerts WHERE rule = 'review_overdue' AND route = 'intent' "
+		     "AND state = 'firing'",
+		     1);
 	sleep_ms(2000);
 	itd_settle();
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overdue'"), 1);
@@ -427,10 +453,7 @@ START_TEST(overdue_is_reported_once)
 	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "overdue"), 0);
 	cJSON_Delete(o);
-	sleep_ms(1500);
-	itd_settle();
-	ck_assert_int_eq(
-		itd_count(&T, "alerts WHERE rule = 'review_overdue' AND state = 'resolved'"), 1);
+	ASSERT_COUNT("alerts WHERE rule = 'review_overdue' AND state = 'resolved'", 1);
 }
 END_TEST
 
@@ -839,16 +862,17 @@ START_TEST(overflow_without_low_items_keeps_everything)
 	o = itd_expect(&T, "GET", "/v1/reviews", NULL, VIEW, 200);
 	ck_assert_int_eq((int)itd_num(cJSON_GetObjectItem(o, "counts"), "pending"), 3);
 	cJSON_Delete(o);
-	itd_settle();
 	/* said once per episode, not per item */
+	ASSERT_COUNT("events WHERE kind = 'review_overflow' AND "
+		     "detail LIKE '%no low-priority%'",
+		     1);
+	/* and the overflow alert fires (the tick runs every second) */
+	ASSERT_COUNT("alerts WHERE rule = 'review_overflow' AND state = 'firing' "
+		     "AND value = 3 AND threshold = 1",
+		     1);
+	/* still once, the alert's tick later (a row per item would be here by now) */
 	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND "
 				       "detail LIKE '%no low-priority%'"),
-			 1);
-	/* and the overflow alert fires (the tick runs every second) */
-	sleep_ms(1300);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "alerts WHERE rule = 'review_overflow' AND state = 'firing' "
-				       "AND value = 3 AND threshold = 1"),
 			 1);
 	ck_assert_int_eq(itd_count(&T, "reviews WHERE state = 'pending'"), 3);
 }
@@ -863,7 +887,6 @@ START_TEST(overflow_forces_level_2_and_releases)
 	a = low_confidence_item("f-1");
 	b = low_confidence_item("f-2");
 	low_confidence_item("f-3");
-	itd_settle();
 	o = itd_expect(&T, "GET", "/v1/state", NULL, VIEW, 200);
 	ro = cJSON_GetArrayItem(cJSON_GetObjectItem(o, "routes"), 0);
 	ck_assert_int_eq((int)itd_num(ro, "level"), 2);
@@ -872,12 +895,12 @@ START_TEST(overflow_forces_level_2_and_releases)
 	ck_assert_str_eq(itd_str(f, "actor"), "review_overflow");
 	ck_assert_ptr_nonnull(strstr(itd_str(f, "reason"), "over capacity"));
 	cJSON_Delete(o);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND "
-				       "detail LIKE '%forced to L2%'"),
-			 1);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'level' AND detail LIKE "
-				       "'%forced L2 by review_overflow%'"),
-			 1);
+	ASSERT_COUNT("events WHERE kind = 'review_overflow' AND "
+		     "detail LIKE '%forced to L2%'",
+		     1);
+	ASSERT_COUNT("events WHERE kind = 'level' AND detail LIKE "
+		     "'%forced L2 by review_overflow%'",
+		     1);
 	/* the route now answers from the rule engine without touching the model */
 	o = call("{\"input\":\"refund\"}");
 	ck_assert_str_eq(itd_str(o, "source"), "rules");
@@ -896,11 +919,10 @@ START_TEST(overflow_forces_level_2_and_releases)
 	ck_assert_int_eq((int)itd_num(ro, "level"), 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "forced_level")));
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow'"), 2);
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND "
-				       "detail LIKE '%released%'"),
-			 1);
+	ASSERT_COUNT("events WHERE kind = 'review_overflow' AND "
+		     "detail LIKE '%released%'",
+		     1);
+	ASSERT_COUNT("events WHERE kind = 'review_overflow'", 2);
 	o = call("{\"input\":\"refund\"}");
 	ck_assert_str_eq(itd_str(o, "source"), "llm");
 	cJSON_Delete(o);
@@ -945,10 +967,9 @@ START_TEST(overflow_follows_a_reload)
 	ck_assert_int_eq((int)itd_num(ro, "level"), 0);
 	ck_assert(cJSON_IsNull(cJSON_GetObjectItem(ro, "forced_level")));
 	cJSON_Delete(o);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind = 'review_overflow' AND detail LIKE "
-				       "'%no longer force_l2%'"),
-			 1);
+	ASSERT_COUNT("events WHERE kind = 'review_overflow' AND detail LIKE "
+		     "'%no longer force_l2%'",
+		     1);
 	/* a smaller capacity acts on the next enqueue with the new policy */
 	rewrite_config(RULES ",\"review\":{\"capacity\":2,\"priority\":\"low\"}");
 	cJSON_Delete(itd_expect(&T, "POST", "/v1/reload", NULL, OP, 200));

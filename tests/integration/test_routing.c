@@ -12,6 +12,14 @@
 
 static struct itd T;
 
+/*
+ * Rows are committed in the background (batched every <= 50 ms): wait for
+ * count(*) FROM sql_tail to be want (up to 5 s, where itd_settle slept
+ * 150 ms) and assert it.
+ */
+#define ASSERT_COUNT(sql_tail, want)                                                               \
+	ck_assert_int_eq(itd_count_wait(&T, (sql_tail), (want), 5000), (want))
+
 #define HEAD "{\"listen\":\"127.0.0.1:0\",\"database\":\"@DB@\",\"tokens_file\":\"tokens\","
 #define TWO_BACKENDS                                                                               \
 	"\"backends\":[{\"name\":\"primary\",\"url\":\"@MOCK@/b/primary/v1/chat/completions\","    \
@@ -128,11 +136,8 @@ START_TEST(canary_guard_rolls_back_a_failing_canary)
 			 1);
 	ck_assert_int_eq(itd_count(&T, "overrides WHERE kind='weights' AND actor='canary_guard'"),
 			 1);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "events WHERE kind='canary_rollback' AND subject='intent'"),
-			 1);
-	ck_assert_int_eq(
-		itd_count(&T, "alerts WHERE rule='canary_guard:canary' AND state='firing'"), 1);
+	ASSERT_COUNT("events WHERE kind='canary_rollback' AND subject='intent'", 1);
+	ASSERT_COUNT("alerts WHERE rule='canary_guard:canary' AND state='firing'", 1);
 	/* no more canary traffic; an operator can put weight back */
 	i = mock_requests(&T.mock, "canary");
 	calls(50);
@@ -165,8 +170,7 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 	ck_assert_int_eq(mock_set(&T.mock, "primary", "{\"delay_ms\":200}"), 0);
 	/* before 20 samples: default_ms, clipped by max? no: default stands */
 	calls(1);
-	itd_settle();
-	ck_assert_int_eq(itd_count(&T, "attempts WHERE timeout_ms = 8000"), 1);
+	ASSERT_COUNT("attempts WHERE timeout_ms = 8000", 1);
 	calls(25);
 	/* p90 ~ 200 ms: 200 x (1 + 0.3 x tokens/100) + 500 */
 	{
@@ -187,7 +191,8 @@ START_TEST(dynamic_timeout_follows_latency_and_input)
 		ck_assert_int_eq(http_do("POST", url, body, NULL, 5000, &r), 0);
 		http_resp_free(&r);
 	}
-	itd_settle();
+	/* their calls rows come after their attempts rows (one queue, in order) */
+	ASSERT_COUNT("calls WHERE request_id IN ('dyn-small', 'dyn-large')", 2);
 	small = db_scalar_int(T.db, "SELECT timeout_ms FROM attempts WHERE request_id='dyn-small'");
 	large = db_scalar_int(T.db, "SELECT timeout_ms FROM attempts WHERE request_id='dyn-large'");
 	ck_assert_msg(small >= 600 && small <= 800, "small input: %lld", small);
