@@ -488,6 +488,25 @@ store_batch_free_rows(struct store *st, struct store_batch *b)
 	store_rows_free(st, st->ring, b->nrows - first);
 }
 
+/* A batch that has run, into the writer's stats. Under lock. */
+static void
+store_batch_count(struct store *st, const struct store_batch *b, uint64_t ok, uint64_t errs,
+		  int synced)
+{
+	if (ok > 0 || errs > 0 || synced)
+		st->stats.batches++;
+	st->stats.rows_written += ok;
+	st->stats.errors += errs;
+	if (synced)
+		st->stats.sync_commits++;
+	if (b->why[0] != '\0') {
+		st->stats.degraded_at = store_wall_ms();
+		snprintf(st->stats.last_error, sizeof(st->stats.last_error), "%s", b->why);
+	}
+	if (ok > st->stats.max_batch_rows)
+		st->stats.max_batch_rows = ok;
+}
+
 /* Hand the slots of a finished batch back and wake its requesters. Under lock. */
 static void
 store_batch_release(struct store *st, struct store_batch *b)
@@ -671,23 +690,15 @@ store_writer_main(void *arg)
 			store_batch_take(st, &b);
 			pthread_mutex_unlock(&st->lock);
 			store_batch_run(st, &b, &ok, &errs, &synced);
+			/* Counted before any requester hears of it: a promise
+			 * answered is a commit /metrics already shows. */
+			pthread_mutex_lock(&st->lock);
+			store_batch_count(st, &b, ok, errs, synced);
+			pthread_mutex_unlock(&st->lock);
 			store_batch_done_later(st, &b);
 			store_batch_free_rows(st, &b);
 			pthread_mutex_lock(&st->lock);
 			store_batch_release(st, &b);
-			if (ok > 0 || errs > 0 || synced)
-				st->stats.batches++;
-			st->stats.rows_written += ok;
-			st->stats.errors += errs;
-			if (synced)
-				st->stats.sync_commits++;
-			if (b.why[0] != '\0') {
-				st->stats.degraded_at = store_wall_ms();
-				snprintf(st->stats.last_error, sizeof(st->stats.last_error), "%s",
-					 b.why);
-			}
-			if (ok > st->stats.max_batch_rows)
-				st->stats.max_batch_rows = ok;
 			st->prune_turn = 1;
 			store_unboost(st);
 			continue;
