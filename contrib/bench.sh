@@ -68,7 +68,7 @@ done
 # else compiled here directly against the build's static libraries.
 mkdir -p "$build/tests/bench"
 if ninja -C "$build" -t targets all 2>/dev/null | grep -q '^tests/bench/holdcalls:'; then
-	ninja -C "$build" tests/bench/holdcalls tests/bench/slowupstream tests/bench/ssettfb tests/bench/bench_rules \
+	ninja -C "$build" tests/bench/holdcalls tests/bench/slowupstream tests/bench/ssettfb tests/bench/barerelay tests/bench/bench_rules \
 		tests/bench/bench_lograte db/bench_store >>"$build/bench-build.log" 2>&1
 else
 	log "tests/bench is not a meson subdir yet: compiling the bench tools directly"

@@ -3,21 +3,23 @@
  * relay built the way the engine is — libmicrohttpd run from one epoll
  * loop (MHD_USE_EPOLL, requests suspended while upstream, resumed when the
  * answer is in), libcurl's multi interface on the same loop (socket and
- * timer callbacks, pooled keep-alive connections, easy handles reused
+ * timer callbacks, pooled keep-alive connections whose sockets stay in
+ * the epoll set between transfers as the engine's do, easy handles reused
  * with curl_easy_reset) and the same per-transfer options (TCP_NODELAY,
- * Accept-Encoding, a 4 KiB receive buffer, X-Request-ID and traceparent
- * headers) — and nothing else: no parse, validation, routing, budget,
- * breaker, log row, span or SLO book. What fuseboxd costs above it is the
- * guard; what it costs above HAProxy is the two libraries.
+ * Accept-Encoding, a 4 KiB receive buffer; X-Request-ID and traceparent,
+ * not the guard's X-Fusebox-Attempt and X-Max-Wait) — and nothing else:
+ * no parse, validation, routing, budget, breaker, log row, span or SLO
+ * book. What fuseboxd costs above it is the guard; what it costs above
+ * HAProxy is the two libraries.
  *
  * Every POST is relayed to --upstream with its body and Content-Type; the
  * answer goes back with the upstream's status and body (502 when the
  * transfer failed). An event stream (Content-Type text/event-stream) is
  * passed through as it comes, chunked, the way fuseboxd's streams are
  * written (a callback response fed from the transfer, the connection
- * suspended while there is nothing to send). Prints "listening on 127.0.0.1:PORT" when ready;
- * stops on SIGTERM or SIGINT, or by itself after --max-s seconds (default
- * 900). Loopback only.
+ * suspended while there is nothing to send). Prints "listening on
+ * 127.0.0.1:PORT" when ready; stops on SIGTERM or SIGINT, or by itself
+ * after --max-s seconds (default 900). Loopback only.
  *
  * Usage: barerelay --upstream URL [--port P] [--max-s S]
  */
@@ -32,6 +34,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +65,17 @@ static CURL *pool[RELAY_POOL];
 static int npool;
 static unsigned long seq;
 static int resumed; /* connections resumed since the last MHD_run() */
+/*
+ * libcurl's sockets by descriptor, as the engine keeps them (engine.c,
+ * "curl_fd"): a pooled connection's socket stays in the set after
+ * libcurl's REMOVE, so the next transfer on it costs no epoll_ctl; an
+ * event while it lingers takes it out; closing it clears the slot.
+ */
+#define RELAY_FDS 65536
+static struct {
+	uint32_t events; /* registered with these; 0: not in the set */
+	uint8_t ours, lingering;
+} fds[RELAY_FDS];
 static volatile sig_atomic_t stop;
 
 static int64_t
@@ -161,26 +175,64 @@ stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 	return 0;
 }
 
+static curl_socket_t
+on_open(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	int fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+
+	(void)clientp;
+	(void)purpose;
+	if (fd >= 0 && fd < RELAY_FDS) {
+		fds[fd].events = 0;
+		fds[fd].ours = 1;
+		fds[fd].lingering = 0;
+	}
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int
+on_close(void *clientp, curl_socket_t fd)
+{
+	(void)clientp;
+	if (fd >= 0 && fd < RELAY_FDS)
+		fds[fd].events = fds[fd].ours = fds[fd].lingering = 0;
+	return close(fd); /* out of the epoll set with it */
+}
+
 static int
 on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
 {
 	struct epoll_event ev = {.data.fd = s};
+	int mine = s >= 0 && s < RELAY_FDS;
 
 	(void)easy;
 	(void)userp;
 	if (what == CURL_POLL_REMOVE) {
-		epoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL);
+		if (mine && fds[s].ours && fds[s].events != 0) {
+			fds[s].lingering = 1;
+		} else {
+			epoll_ctl(epfd, EPOLL_CTL_DEL, s, NULL);
+			if (mine)
+				fds[s].events = 0;
+		}
 		curl_multi_assign(multi, s, NULL);
 		return 0;
 	}
 	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-	if (socketp == NULL) {
+	if (mine && fds[s].ours && fds[s].events == ev.events) {
+		/* in the set already, as wanted */
+	} else if (!mine || fds[s].events == 0) {
 		if (epoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev) != 0 && errno == EEXIST)
 			epoll_ctl(epfd, EPOLL_CTL_MOD, s, &ev);
-		curl_multi_assign(multi, s, (void *)1);
-	} else {
-		epoll_ctl(epfd, EPOLL_CTL_MOD, s, &ev);
+	} else if (epoll_ctl(epfd, EPOLL_CTL_MOD, s, &ev) != 0 && errno == ENOENT) {
+		epoll_ctl(epfd, EPOLL_CTL_ADD, s, &ev);
 	}
+	if (mine) {
+		fds[s].events = ev.events;
+		fds[s].lingering = 0;
+	}
+	if (socketp == NULL)
+		curl_multi_assign(multi, s, (void *)1);
 	return 0;
 }
 
@@ -226,6 +278,8 @@ start_upstream(struct relay_req *q)
 	curl_easy_setopt(q->easy, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(q->easy, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(q->easy, CURLOPT_BUFFERSIZE, 4096L);
+	curl_easy_setopt(q->easy, CURLOPT_OPENSOCKETFUNCTION, on_open);
+	curl_easy_setopt(q->easy, CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	q->state = 1;
 	curl_multi_add_handle(multi, q->easy);
 }
@@ -434,6 +488,13 @@ main(int argc, char **argv)
 
 			if (fd == mhd_fd)
 				continue;
+			if (fd >= 0 && fd < RELAY_FDS && fds[fd].lingering) {
+				/* libcurl does not want it (the server closed the idle
+				 * connection): out of the set */
+				epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL);
+				fds[fd].events = fds[fd].lingering = 0;
+				continue;
+			}
 			if (evs[i].events & EPOLLIN)
 				flags |= CURL_CSELECT_IN;
 			if (evs[i].events & EPOLLOUT)
