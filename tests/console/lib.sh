@@ -311,19 +311,12 @@ poll_next() {
 	return 0
 }
 
-# wait_screen NAME PATTERN [SECONDS]: grep -E PATTERN in the pane.
+# wait_screen NAME PATTERN [SECONDS]: grep -E PATTERN in the pane (whole seconds).
 wait_screen() {
-	local name=$1 pat=$2 secs=${3:-6} POLL_END POLL_N POLL_PAST NOW_US
-	poll_start "$secs"
-	while :; do
-		if screen "$name" | grep -Eq -- "$pat"; then
-			return 0
-		fi
-		poll_next || return 1
-	done
+	wait_screen_ms "$1" "$2" $((${3:-6} * 1000))
 }
 
-# wait_screen_ms NAME PATTERN MILLISECONDS: wait_screen for a part of a second.
+# wait_screen_ms NAME PATTERN MILLISECONDS: the same, for any part of a second.
 wait_screen_ms() {
 	local name=$1 pat=$2 POLL_END POLL_N POLL_PAST NOW_US
 	poll_start_ms "$3"
